@@ -1,0 +1,157 @@
+"""The run context: everything an algorithm may ask for besides its split and parameters.
+
+Expensive artifacts of a dataset (distance matrices, kernels, kNN graphs) are content-addressed
+by the dataset's hash and a spec, computed once and shared by every fold and algorithm. In the
+engine the cache is backed by the repository; on plain arrays (tests, notebooks) it is a dict::
+
+    ctx = Context.for_arrays(X, seed=0)
+    K1 = ctx.kernel("rbf")            # (n, n) over all rows of X
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from malt import linalg
+from malt.params import canonical_json
+
+DENSE_DISTANCE_LIMIT = 6000
+"""Above this many rows kNN queries use a tree search instead of a cached distance matrix."""
+
+
+class MemoryCache:
+    """A dict-backed artifact cache; also the layer that records what a worker computed."""
+
+    def __init__(self, backing=None):
+        self._items: dict[str, Any] = {}
+        self.backing = backing
+        self.new_keys: list[str] = []
+
+    def get(self, key: str):
+        if key in self._items:
+            return self._items[key]
+        if self.backing is not None:
+            value = self.backing.get(key)
+            if value is not None:
+                self._items[key] = value
+            return value
+        return None
+
+    def put(self, key: str, value) -> None:
+        self._items[key] = value
+        self.new_keys.append(key)
+
+    def new_entries(self) -> dict[str, Any]:
+        """What was computed here and is not yet in the backing store."""
+        return {k: self._items[k] for k in self.new_keys}
+
+
+class Context:
+    """Per-unit services: rng, cached dataset artifacts, progress reporting."""
+
+    def __init__(self, X=None, *, data_key: str = "arrays", seed: int = 0, cache=None,
+                 progress: Callable[[float], None] | None = None, dataset=None):
+        self.X = X
+        self.dataset = dataset
+        self.data_key = data_key
+        self.seed = int(seed)
+        self.rng = np.random.default_rng(self.seed)
+        self.cache = cache if cache is not None else MemoryCache()
+        self._progress = progress
+
+    @classmethod
+    def for_arrays(cls, X=None, seed: int = 0) -> "Context":
+        """A context over plain arrays with an in-memory cache (tests, notebooks)."""
+        return cls(X, seed=seed)
+
+    # ---- generic cache ---------------------------------------------------------------------
+    def cached(self, name: str, spec: dict, compute: Callable[[], Any]):
+        """Return the artifact ``name`` for ``spec`` of this dataset, computing it at most once.
+
+        ``compute`` returns an ndarray, a scipy sparse matrix or a dict of ndarrays.
+        """
+        key = hashlib.sha256(f"{self.data_key}|{name}|{canonical_json(spec)}".encode()).hexdigest()[:32]
+        value = self.cache.get(key)
+        if value is None:
+            value = compute()
+            self.cache.put(key, value)
+        return value
+
+    def progress(self, fraction: float) -> None:
+        if self._progress is not None:
+            self._progress(float(fraction))
+
+    # ---- dataset artifacts -----------------------------------------------------------------
+    def _features(self):
+        if self.X is None:
+            raise ValueError("this dataset has no feature matrix X, so no kernel or kNN graph can be built")
+        return self.X
+
+    def scaled_features(self, scale: str = "standardize") -> np.ndarray:
+        return self.cached("features", {"scale": scale},
+                           lambda: np.asarray(linalg.standardize(self._features(), scale), dtype=float))
+
+    def sq_distances(self, scale: str = "standardize") -> np.ndarray:
+        """(n, n) squared Euclidean distances between all rows of the scaled features."""
+        return self.cached("sq-distances", {"scale": scale},
+                           lambda: linalg.sq_dists(self.scaled_features(scale)))
+
+    def kernel(self, kind: str = "rbf", width: float | str = "median", scale: str = "standardize",
+               rows: np.ndarray | None = None) -> np.ndarray:
+        """Kernel over all dataset rows (or the median-heuristic width over ``rows`` only, when given).
+
+        kind : 'rbf' (exp(-d²/2w²)) or 'linear' (X Xᵀ of the scaled features)
+        width : a positive float or 'median' (median pairwise distance)
+        """
+        if kind == "linear":
+            return self.cached("kernel", {"kind": kind, "scale": scale}, lambda: self._linear(scale))
+        if kind != "rbf":
+            raise ValueError(f"unknown kernel kind {kind!r}; use 'rbf' or 'linear'")
+        D2 = self.sq_distances(scale)
+        w = linalg.median_width(D2 if rows is None else D2[np.ix_(rows, rows)]) if width == "median" else float(width)
+        return self.cached("kernel", {"kind": kind, "width": round(w, 12), "scale": scale},
+                           lambda: linalg.rbf_from_sq_dists(D2, w))
+
+    def _linear(self, scale):
+        Z = self.scaled_features(scale)
+        return Z @ Z.T
+
+    def knn(self, k: int, query: np.ndarray, among: np.ndarray, scale: str = "standardize",
+            exclude_self: bool = True):
+        """The k nearest rows of ``among`` for each row of ``query`` (dataset row indices).
+
+        Returns (indices (len(query), k) into dataset rows, distances). A query row that is also in
+        ``among`` does not count as its own neighbour when ``exclude_self``.
+        """
+        query, among = np.asarray(query), np.asarray(among)
+        if k > len(among) - (1 if exclude_self else 0):
+            raise ValueError(f"Expected k <= number of candidate neighbours, but k = {k}, candidates = {len(among)}")
+        n = self._features().shape[0]
+        if n <= DENSE_DISTANCE_LIMIT:
+            D = self.sq_distances(scale)[np.ix_(query, among)].copy()
+            if exclude_self:
+                D[query[:, None] == among[None, :]] = np.inf
+            part = np.argpartition(D, k - 1, axis=1)[:, :k]
+            d = np.take_along_axis(D, part, 1)
+            order = np.argsort(d, axis=1, kind="stable")
+            idx = np.take_along_axis(part, order, 1)
+            return among[idx], np.sqrt(np.take_along_axis(d, order, 1))
+        from sklearn.neighbors import NearestNeighbors
+
+        Z = self.scaled_features(scale)
+        extra = 1 if exclude_self else 0
+        nn = NearestNeighbors(n_neighbors=k + extra).fit(Z[among])
+        dist, idx = nn.kneighbors(Z[query])
+        idx = among[idx]
+        if exclude_self:
+            keep = idx != query[:, None]
+            rows = np.array([np.flatnonzero(r)[:k] for r in keep])  # k+1 candidates per row: cheap
+            idx, dist = np.take_along_axis(idx, rows, 1), np.take_along_axis(dist, rows, 1)
+        return idx, dist
+
+
+def to_dense(X) -> np.ndarray:
+    return X.toarray() if sp.issparse(X) else np.asarray(X)

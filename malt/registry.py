@@ -1,0 +1,115 @@
+"""Algorithm registry: built-in modules under `malt.algorithms` plus the entry-point group
+`malt.algorithms` for third-party packages.
+
+An algorithm is a small class::
+
+    @register
+    class ColumnMean(Algorithm):
+        name = "column-mean"
+        tasks = frozenset({"missing"})
+        Params = ColumnMeanParams
+        version = "1"            # bump when results would change; part of every result key
+
+        def run(self, split, params, ctx) -> Prediction: ...
+
+A module that fails to import does not break the listing: it shows up as a broken entry whose
+error is raised when it is used.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import traceback
+from importlib.metadata import entry_points
+from typing import ClassVar
+
+from malt.errors import MaltError, unknown_name
+from malt.params import NoParams, Params
+from malt.splits import Prediction
+
+_REGISTRY: dict[str, type["Algorithm"]] = {}
+_BROKEN: dict[str, str] = {}
+_LOADED = False
+
+
+class Algorithm:
+    """Base class: subclasses set ``name``, ``tasks``, ``Params``, ``version`` and implement ``run``."""
+
+    name: ClassVar[str] = ""
+    tasks: ClassVar[frozenset[str]] = frozenset()
+    Params: ClassVar[type[Params]] = NoParams
+    version: ClassVar[str] = "1"
+
+    def run(self, split, params: Params, ctx) -> Prediction:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    @classmethod
+    def summary(cls) -> str:
+        doc = (cls.__doc__ or "").strip()
+        return doc.splitlines()[0] if doc else ""
+
+
+def register(cls: type[Algorithm]) -> type[Algorithm]:
+    """Class decorator adding an algorithm to the registry under ``cls.name``."""
+    if not cls.name:
+        raise TypeError(f"{cls.__qualname__} must set a non-empty `name`")
+    if not cls.tasks:
+        raise TypeError(f"algorithm {cls.name!r} must declare the tasks it supports")
+    existing = _REGISTRY.get(cls.name)
+    if existing is not None and existing.__qualname__ != cls.__qualname__:
+        raise TypeError(f"algorithm name {cls.name!r} is registered twice ({existing.__qualname__}, {cls.__qualname__})")
+    if cls.Params is not NoParams:
+        cls.Params._owner = cls.name
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _load() -> None:
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    import malt.algorithms as builtin
+
+    for info in pkgutil.walk_packages(builtin.__path__, prefix="malt.algorithms."):
+        try:
+            importlib.import_module(info.name)
+        except Exception:  # a broken plugin must not hide the others
+            _BROKEN[info.name] = traceback.format_exc()
+    for ep in entry_points(group="malt.algorithms"):
+        try:
+            obj = ep.load()
+            if isinstance(obj, type) and issubclass(obj, Algorithm) and obj.name not in _REGISTRY:
+                register(obj)
+        except Exception:
+            _BROKEN[f"{ep.name} (entry point {ep.value})"] = traceback.format_exc()
+
+
+def algorithms() -> dict[str, type[Algorithm]]:
+    """All registered algorithms by name (loads built-ins and entry points on first use)."""
+    _load()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def broken() -> dict[str, str]:
+    """Modules that failed to import, with their tracebacks."""
+    _load()
+    return dict(_BROKEN)
+
+
+def get(name: str) -> type[Algorithm]:
+    found = algorithms().get(name)
+    if found is None:
+        hint = "Run `malt algorithms` to list them."
+        if _BROKEN:
+            hint += f" {len(_BROKEN)} algorithm module(s) failed to import; `malt algorithms --broken` shows why."
+        raise unknown_name("algorithm", name, _REGISTRY, hint)
+    return found
+
+
+def check_task(algo: type[Algorithm], task: str) -> None:
+    if task not in algo.tasks:
+        raise MaltError(
+            f"Algorithm '{algo.name}' does not support the '{task}' task; it supports: "
+            f"{', '.join(sorted(algo.tasks))}. Choose another --task or another --algo."
+        )
