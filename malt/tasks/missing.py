@@ -1,0 +1,92 @@
+"""The `missing` task: recover hidden entries of a matrix (dissertation §4.4.5, §5.3; PCSA §4).
+
+Each fold hides a fresh random ``missing`` fraction of the observed entries. Label matrices enter
+as truncated log-odds ±c (1 → +c, 0 → −c) and are scored by sign; real matrices (component ``M``,
+any number of axes) by RMSE, MAE and correlation. ``complete_rows`` keeps that many rows fully
+observed and hides entries of the others only (the image-completion protocol of the PCSA paper).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from malt import metrics
+from malt.errors import DataError
+from malt.params import Interval, Options, Params, param
+from malt.splits import MissingSplit, Prediction
+from malt.tasks.base import Task, describe_metric, register_task, subkey_rng
+
+describe_metric("error", "Error rate", "lower", percent=True)
+describe_metric("rmse", "RMSE", "lower")
+describe_metric("mae", "MAE", "lower")
+describe_metric("correlation", "Correlation", "higher")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MissingParams(Params):
+    missing: float = param(0.2, "fraction of observed entries hidden in each fold", Interval(0, 1, "neither"))
+    folds: int = param(5, "number of folds (each hides a fresh random set)", Interval(1, None))
+    c: float = param(1.0, "labels enter as truncated log-odds ±c", Interval(0, None, "neither"))
+    source: str = param("auto", "matrix to complete: 'Y' (labels), 'M' (real values) or 'auto' (Y if present)",
+                        Options("auto", "Y", "M"))
+    complete_rows: int = param(0, "rows kept fully observed; entries are hidden in the others only",
+                               Interval(0, None))
+    seed: int = param(0, "seed of the hidden entries", Interval(0, None))
+
+
+@register_task
+class MissingTask(Task):
+    name = "missing"
+    Params = MissingParams
+    settings = ("missing", "complete_rows")
+
+    def _source(self, dataset, params) -> str:
+        if params.source != "auto":
+            return params.source
+        return "Y" if "Y" in dataset else "M"
+
+    def check(self, dataset, params):
+        source = self._source(dataset, params)
+        if source not in dataset:
+            raise DataError(f"The missing task completes component '{source}', which dataset '{dataset.name}' "
+                            f"lacks (it has {', '.join(sorted(dataset.components))}); set --task-param source=...")
+        if params.complete_rows >= dataset[source].shape[0]:
+            raise DataError(f"complete_rows={params.complete_rows} leaves no row to hide entries in "
+                            f"(the matrix has {dataset[source].shape[0]} rows).")
+
+    def truth(self, dataset, params) -> tuple[np.ndarray, str]:
+        source = self._source(dataset, params)
+        T = np.asarray(dataset[source], dtype=float)
+        if source == "Y":
+            return np.where(np.isnan(T), np.nan, params.c * (2.0 * T - 1.0)), "labels"
+        return T, "real"
+
+    def split(self, dataset, params, fold):
+        T, kind = self.truth(dataset, params)
+        rng = subkey_rng("missing", params.seed, fold, params.missing)
+        eligible = ~np.isnan(T)
+        if params.complete_rows:
+            keep = rng.choice(T.shape[0], params.complete_rows, replace=False)
+            eligible[keep] = False
+        candidates = np.flatnonzero(eligible)
+        hidden = np.zeros(T.shape, dtype=bool)
+        hidden.ravel()[rng.choice(candidates, int(round(params.missing * candidates.size)), replace=False)] = True
+        M = T.copy()
+        M[hidden] = np.nan
+        X = dataset.get("X")
+        if X is not None and X.shape[0] != T.shape[0]:
+            X = None
+        return MissingSplit(M, hidden, X, np.arange(T.shape[0]), kind, fold)
+
+    def score(self, dataset, params, split, prediction: Prediction):
+        T, kind = self.truth(dataset, params)
+        if prediction.values is None or np.shape(prediction.values) != T.shape:
+            raise ValueError(f"the algorithm returned values of shape {np.shape(prediction.values)}, expected {T.shape}")
+        truth, estimate = T[split.hidden], np.asarray(prediction.values, dtype=float)[split.hidden]
+        if not np.all(np.isfinite(estimate)):
+            raise ValueError("the algorithm returned NaN or inf at hidden entries")
+        if kind == "labels":
+            return {"error": metrics.sign_error(truth, estimate)}
+        corr = float(np.corrcoef(truth, estimate)[0, 1]) if truth.std() > 0 and estimate.std() > 0 else 0.0
+        return {"rmse": metrics.rmse(truth, estimate), "mae": metrics.mae(truth, estimate), "correlation": corr}
