@@ -1,0 +1,88 @@
+"""ResultSet: the tidy table of a repository's results (one row per unit and metric).
+
+Columns: experiment, dataset, task, task.<option>..., algorithm, display, params_key, param.<name>...,
+fold, metric, value, fit_seconds, seed, version, timestamp. Plots and tables are computed from this
+table alone.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from malt.tasks.base import METRICS
+
+
+class ResultSet:
+    def __init__(self, frame: pd.DataFrame, specs: dict[str, dict] | None = None, failed: pd.DataFrame | None = None):
+        self.frame = frame
+        self.specs = specs or {}
+        self.failed = failed if failed is not None else pd.DataFrame()
+
+    @classmethod
+    def from_repository(cls, repo, experiments: list[str] | None = None, problems: list | None = None) -> "ResultSet":
+        rows, failed, specs = [], [], {}
+        for exp in experiments or repo.experiments():
+            spec = repo.read_spec(exp)
+            specs[exp] = spec
+            base = {"experiment": exp, "dataset": spec["dataset"], "task": spec["task"]}
+            base.update({f"task.{k}": v for k, v in spec["task_params"].items()})
+            for rec in repo.units(exp, problems).values():
+                common = dict(base, algorithm=rec["algorithm"], display=rec["display"],
+                              params_key=rec["params_key"], fold=rec["fold"], seed=rec["seed"],
+                              version=rec["version"], timestamp=rec["timestamp"],
+                              fit_seconds=rec.get("fit_seconds", np.nan))
+                common.update({f"param.{k}": v for k, v in rec["params"].items()})
+                if rec["status"] != "ok":
+                    failed.append(dict(common, error=rec.get("error", "")))
+                    continue
+                for metric, value in rec["metrics"].items():
+                    rows.append(dict(common, metric=metric, value=value))
+        return cls(pd.DataFrame(rows), specs, pd.DataFrame(failed))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ResultSet":
+        """A repository folder, or a folder holding repositories (``malt plot results/``)."""
+        from malt.repository.store import MARKER, Repository
+
+        path = Path(path)
+        if (path / MARKER).exists():
+            return cls.from_repository(Repository(path).check_readable())
+        if path.name == "results.h5" and (path.parent / "spec.json").exists():
+            repo = Repository(path.parent.parent.parent)
+            return cls.from_repository(repo, [path.parent.name])
+        repos = sorted(p.parent for p in path.glob("*/" + MARKER)) if path.is_dir() else []
+        if not repos:
+            Repository(path).check_readable()  # raises the standard message
+        sets = [cls.from_repository(Repository(p)) for p in repos]
+        return cls(pd.concat([s.frame for s in sets], ignore_index=True),
+                   {k: v for s in sets for k, v in s.specs.items()},
+                   pd.concat([s.failed for s in sets], ignore_index=True))
+
+    @property
+    def empty(self) -> bool:
+        return self.frame.empty
+
+    def summary(self) -> pd.DataFrame:
+        """Mean ± std over folds per experiment, algorithm setting and metric."""
+        if self.frame.empty:
+            return pd.DataFrame(columns=["experiment", "display", "metric", "mean", "std", "folds"])
+        grouped = self.frame.groupby(["experiment", "display", "metric"], sort=True)["value"]
+        out = grouped.agg(mean="mean", std=lambda v: v.std(ddof=1) if len(v) > 1 else 0.0, folds="count")
+        return out.reset_index()
+
+    def wide(self, experiment: str, percent: bool = True) -> pd.DataFrame:
+        """One experiment as algorithm × metric cells 'mean ± std' (percent metrics ×100)."""
+        s = self.summary()
+        s = s[s["experiment"] == experiment]
+        cells = {}
+        for _, row in s.iterrows():
+            scale = 100.0 if percent and METRICS.get(row["metric"]) and METRICS[row["metric"]].percent else 1.0
+            cells.setdefault(row["metric"], {})[row["display"]] = _cell(row["mean"] * scale, row["std"] * scale)
+        return pd.DataFrame(cells).T
+
+
+def _cell(mean: float, std: float) -> str:
+    digits = 1 if abs(mean) >= 10 else 2 if abs(mean) >= 1 else 3
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
