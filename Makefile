@@ -1,0 +1,32 @@
+# malt — `make demo` and `make test` create the virtual environment on first use.
+VENV   ?= .venv
+PYTHON ?= python3
+BIN     = $(VENV)/bin
+MALT    = $(BIN)/malt
+DEMO   ?= demo-results
+
+.PHONY: install demo test bench clean
+
+$(BIN)/.installed: pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+install: $(BIN)/.installed
+
+demo: install
+	$(MALT) --version
+	$(MALT) cv --repo $(DEMO) --algo mllr --algo mlsvm --dataset synthetic-multilabel
+	$(MALT) cv --repo $(DEMO) --algo column-mean --dataset synthetic-multilabel --task missing --missing 0.2
+	$(MALT) results --repo $(DEMO)
+	$(MALT) show --repo $(DEMO) $$($(MALT) cv --repo $(DEMO) --quiet --algo mllr --dataset synthetic-multilabel 2>/dev/null)
+
+test: install
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+
+bench: install
+	@for script in tests/benchmarks/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf $(DEMO) figures .pytest_cache
