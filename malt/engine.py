@@ -123,10 +123,11 @@ def run_unit(dataset, task: Task, task_params: Params, unit: Unit, experiment: s
     }
     start = time.perf_counter()
     try:
-        split = task.split(dataset, task_params, unit.fold)
-        ctx = Context(task.features(dataset), data_key=dataset.hash, seed=unit.seed, cache=cache, dataset=dataset)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            split = task.split(dataset, task_params, unit.fold)
+            ctx = Context(task.features(dataset), data_key=dataset.hash, seed=unit.seed, cache=cache,
+                          dataset=dataset)
             prediction = algo().run(split, unit.params, ctx)
         fit = time.perf_counter() - start
         scores = task.score(dataset, task_params, split, prediction)
@@ -236,7 +237,7 @@ def _dask_results(plan: Plan, todo: list[Unit], cache_path: str, scheduler: str)
     except ImportError:
         raise MaltError("--scheduler needs Dask: install the optional extra with `pip install 'malt[distributed]'`.")
     try:
-        client = Client(scheduler, timeout="10s", set_as_default=False)
+        client = Client(scheduler, timeout="10s")
     except (OSError, TimeoutError) as err:
         raise MaltError(f"Cannot reach the Dask scheduler at {scheduler} ({err}); start it with "
                         "`dask scheduler` or check the address.") from None

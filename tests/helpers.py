@@ -1,0 +1,33 @@
+"""Helpers for tests that drive the real `malt` command."""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGIN_BOOT = "import tests.plugins.counting; from malt.cli import main; main()"
+
+
+def malt_cmd(*args: str) -> list[str]:
+    """`malt ...` run through Python with the test plugins registered."""
+    return [sys.executable, "-c", PLUGIN_BOOT, *args]
+
+
+def run_malt(*args: str, env: dict | None = None, check: bool = True, timeout: float = 120):
+    full_env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    result = subprocess.run(malt_cmd(*args), capture_output=True, text=True, env=full_env, timeout=timeout,
+                            cwd=ROOT)
+    if check and result.returncode != 0:
+        raise AssertionError(f"malt {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
+    return result
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """sha256 of every file under folder (empty if it does not exist)."""
+    if not folder.exists():
+        return {}
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}

@@ -1,0 +1,52 @@
+"""Test-only algorithms, registered like a third-party plugin would be. They do real (trivial)
+work and count how often they ran, so tests can prove what the engine skipped or recomputed."""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from malt.params import Interval, Params, param
+from malt.registry import Algorithm, register
+from malt.splits import Prediction
+
+COUNTER = os.environ.get("MALT_TEST_COUNTER")
+
+
+def _tick(name: str) -> None:
+    if COUNTER:
+        with open(COUNTER, "a") as f:
+            f.write(name + "\n")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CountingParams(Params):
+    sleep: float = param(0.0, "seconds to sleep per unit", Interval(0, None))
+    fail_fold: int = param(-1, "fold that raises (-1: none)", Interval(-1, None))
+
+
+@register
+class CountingMean(Algorithm):
+    """Column means with a random perturbation from ctx.rng; counts its runs and kernel builds."""
+
+    name = "test-counting"
+    tasks = frozenset({"missing", "multilabel"})
+    Params = CountingParams
+
+    def run(self, split, params, ctx):
+        _tick(f"run {split.fold}")
+        if params.sleep:
+            time.sleep(params.sleep)
+        if split.fold == params.fail_fold:
+            raise RuntimeError("planned failure")
+        K = ctx.cached("test-kernel", {"v": 1}, lambda: (_tick("kernel"), np.eye(3))[1])
+        noise = ctx.rng.normal(scale=1e-3)
+        if hasattr(split, "M"):
+            mean = np.nanmean(split.M, axis=0) + noise + 0 * K[0, 0]
+            return Prediction(values=np.broadcast_to(mean, split.M.shape).copy())
+        prior = np.nanmean(split.Y_train, axis=0) + noise
+        scores = np.broadcast_to(prior, (split.X_test.shape[0], len(prior))).copy()
+        return Prediction(scores=scores, labels=(scores > 0.5).astype(float))

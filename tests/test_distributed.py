@@ -1,0 +1,76 @@
+"""A real Dask cluster on 127.0.0.1: stored numbers equal the serial run's, also when a worker is
+killed mid-run (Dask reschedules its units)."""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from malt import engine, registry
+from malt.data import open_dataset
+from malt.repository.store import Repository
+from malt.results import ResultSet
+from malt.tasks import get_task
+
+distributed = pytest.importorskip("dask.distributed", reason="the optional extra malt[distributed] is not installed")
+
+
+def _plan():
+    dataset = open_dataset("synthetic-multilabel")
+    task = get_task("multilabel")
+    tparams = task.Params(missing=0.2)
+    algo = registry.get("mllr")
+    entries = [(algo, algo.Params(C=c)) for c in (0.1, 0.3, 1.0, 3.0)]
+    exp = engine.experiment_id(dataset.name, dataset.hash, task, tparams)
+    return engine.Plan(exp, dataset, "synthetic-multilabel", task, tparams, entries)
+
+
+def _execute(path, **kw):
+    repo = Repository(path)
+    repo.lock()
+    with repo:
+        counts = engine.execute(repo, _plan(), quiet=True, **kw)
+    frame = ResultSet.from_repository(Repository(path)).frame.sort_values(["display", "fold", "metric"])
+    return counts, frame
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory):
+    return _execute(tmp_path_factory.mktemp("serial") / "repo")[1]
+
+
+def test_local_cluster_gives_the_serial_numbers(tmp_path, serial):
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        counts, frame = _execute(tmp_path / "repo", scheduler=cluster.scheduler_address)
+    assert counts["ran"] == 20 and counts["failed"] == 0
+    np.testing.assert_array_equal(frame["value"].to_numpy(), serial["value"].to_numpy())
+
+
+def test_killing_a_worker_mid_run_still_completes_with_identical_numbers(tmp_path, serial):
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster.scheduler_address) as client:
+            pids = list(client.run(os.getpid).values())
+
+        def kill_one():
+            time.sleep(1.5)
+            os.kill(pids[0], signal.SIGKILL)
+
+        killer = threading.Thread(target=kill_one)
+        killer.start()
+        counts, frame = _execute(tmp_path / "repo", scheduler=cluster.scheduler_address)
+        killer.join()
+    assert counts["ran"] == 20 and counts["failed"] == 0
+    np.testing.assert_array_equal(frame["value"].to_numpy(), serial["value"].to_numpy())
+
+
+def test_unreachable_scheduler_is_a_clear_error(tmp_path):
+    from malt.errors import MaltError
+
+    with pytest.raises(MaltError, match="Cannot reach the Dask scheduler"):
+        _execute(tmp_path / "repo", scheduler="tcp://127.0.0.1:9")

@@ -1,0 +1,47 @@
+"""Multi-label measures against scikit-learn (where they overlap) and brute force (one-error)."""
+import numpy as np
+import pytest
+from sklearn import metrics as skm
+
+from malt import metrics
+
+
+@pytest.fixture(params=[0, 1, 2])
+def case(request):
+    rng = np.random.default_rng(request.param)
+    Y = (rng.random((60, 7)) < 0.35).astype(float)
+    Y[Y.sum(1) == 0, rng.integers(0, 7)] = 1  # every instance has a relevant label (coverage convention)
+    S = np.round(rng.normal(size=Y.shape), 1)  # rounding creates ties
+    return Y, S
+
+
+def test_ranking_loss_matches_sklearn(case):
+    Y, S = case
+    assert metrics.ranking_loss(Y, S) == pytest.approx(skm.label_ranking_loss(Y, S))
+
+
+def test_average_precision_matches_sklearn(case):
+    Y, S = case
+    assert metrics.average_precision(Y, S) == pytest.approx(skm.label_ranking_average_precision_score(Y, S))
+
+
+def test_coverage_is_sklearn_coverage_minus_one(case):
+    Y, S = case
+    assert metrics.coverage(Y, S) == pytest.approx(skm.coverage_error(Y, S) - 1)
+
+
+def test_hamming_f1_and_auc_match_sklearn(case):
+    Y, S = case
+    P = (S > 0).astype(float)
+    assert metrics.hamming_loss(Y, P) == pytest.approx(skm.hamming_loss(Y, P))
+    assert metrics.f1_micro(Y, P) == pytest.approx(skm.f1_score(Y, P, average="micro"))
+    assert metrics.f1_macro(Y, P) == pytest.approx(skm.f1_score(Y, P, average="macro", zero_division=1.0))
+    assert metrics.auc_macro(Y, S) == pytest.approx(skm.roc_auc_score(Y, S, average="macro"))
+    assert metrics.example_accuracy(Y, P) == pytest.approx(skm.jaccard_score(Y, P, average="samples",
+                                                                             zero_division=1.0))
+
+
+def test_one_error_brute_force(case):
+    Y, S = case
+    expected = np.mean([Y[i, int(np.argmax(S[i]))] != 1 for i in range(len(Y))])
+    assert metrics.one_error(Y, S) == pytest.approx(expected)
