@@ -42,9 +42,20 @@ def atomic_write(path: Path, write) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
         fsync_dir(path.parent)
-    except OSError as err:
+    except (OSError, RuntimeError) as err:
+        # h5py reports a failed write while closing a file as RuntimeError carrying the errno text
+        if isinstance(err, RuntimeError) and "errno" not in str(err):
+            _remove(tmp)
+            raise
         _remove(tmp)
-        reason = "the disk is full" if err.errno == errno.ENOSPC else err.strerror or str(err)
+        code = getattr(err, "errno", None)
+        text = str(err)
+        if code == errno.ENOSPC or "No space left" in text:
+            reason = "the disk is full"
+        elif code == errno.EFBIG or "File too large" in text:
+            reason = "the file size limit was reached"
+        else:
+            reason = getattr(err, "strerror", None) or text.splitlines()[0]
         raise RepositoryError(f"Could not write {path}: {reason}. Nothing already committed was changed; "
                               "free space or fix permissions, then run `malt rerun`.") from None
     except BaseException:
