@@ -34,7 +34,8 @@ from .files import atomic_write, sealed, unseal, write_json
 
 FORMAT = 1
 MARKER = "malt-repository.json"
-COMPACT_EVERY = 200
+COMPACT_EVERY = int(os.environ.get("MALT_COMPACT_EVERY", "200"))
+"""Journal entries that trigger a compaction (tests lower it to kill the driver mid-compaction)."""
 
 
 def default_path() -> Path:

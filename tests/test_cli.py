@@ -110,6 +110,27 @@ def test_a_locked_repository_is_refused_with_a_clear_message(repo):
     assert snapshot(repo) == before
 
 
+def test_a_second_run_can_wait_for_the_lock(repo):
+    import subprocess
+    import time
+
+    from tests.helpers import ROOT, malt_cmd
+
+    fd = os.open(repo / ".lock", os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    proc = subprocess.Popen(malt_cmd("cv", "--repo", str(repo), "--algo", "mllr", "--dataset",
+                                     "synthetic-multilabel", "--wait", "--quiet"),
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)
+    assert proc.poll() is None  # still queued behind the lock
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert out.strip().startswith("synthetic-multilabel-multilabel-")
+
+
 def test_degenerate_folds_are_handled(tmp_path):
     csv = tmp_path / "ml.csv"
     rows = ["f1,f2,l1,l2"] + [f"{i},{i % 3},{int(i == 0)},{i % 2}" for i in range(20)]
