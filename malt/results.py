@@ -74,12 +74,19 @@ class ResultSet:
 
     def wide(self, experiment: str, percent: bool = True) -> pd.DataFrame:
         """One experiment as algorithm × metric cells 'mean ± std' (percent metrics ×100)."""
+        from malt.tasks import tasks
+
+        tasks()  # registers every task's metric descriptions
         s = self.summary()
         s = s[s["experiment"] == experiment]
         cells = {}
         for _, row in s.iterrows():
-            scale = 100.0 if percent and METRICS.get(row["metric"]) and METRICS[row["metric"]].percent else 1.0
-            cells.setdefault(row["metric"], {})[row["display"]] = _cell(row["mean"] * scale, row["std"] * scale)
+            info = METRICS.get(row["metric"])
+            scale = 100.0 if percent and info is not None and info.percent else 1.0
+            label = row["metric"]
+            if info is not None:
+                label += f" ({'%, ' if scale == 100.0 else ''}{info.better} is better)"
+            cells.setdefault(label, {})[row["display"]] = _cell(row["mean"] * scale, row["std"] * scale)
         return pd.DataFrame(cells).T
 
 
