@@ -1,0 +1,242 @@
+"""Pieces shared by the PMA family: kernel parameters, K1 from the run context, K2 estimates,
+eigenbases, and the batched Gaussian conditional of the missing entries of each row.
+
+Notation (dissertation ch. 5): X (n × m) = F + G, columns of F ~ N(0, K1), rows of G ~ N(0, K2),
+so Cov(vec X) = K1 ⊕ K2 (eq. 5.12). NaN marks unobserved entries.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from malt import linalg
+from malt.errors import DataError
+from malt.params import Interval, Options, Params, param
+
+
+class WidthSpec:
+    """Allowed RBF widths: the string 'median' (median heuristic) or a positive number."""
+
+    def __contains__(self, value) -> bool:
+        if value == "median":
+            return True
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return False
+        return np.isfinite(number) and number > 0
+
+    def __str__(self) -> str:
+        return "'median' or a positive number"
+
+    def describe(self) -> str:
+        return "'median' or a positive number"
+
+
+@dataclass(frozen=True, kw_only=True)
+class KernelParams(Params):
+    """Row kernel K1 (from the dataset's features) and the regularisation shared by the family."""
+
+    k1: str = param("rbf", "row kernel K1: 'rbf' or 'linear' of the features, or 'estimate' it from the "
+                    "matrix like K2 (used automatically when the dataset has no features)",
+                    Options("rbf", "linear", "estimate"))
+    width: str = param("median", "RBF width of K1: 'median' (median pairwise distance) or a number",
+                       WidthSpec())
+    scale: str = param("standardize", "feature scaling before K1 is built",
+                       Options("standardize", "minmax", "none"))
+    k1_scale: float = param(1.0, "amplitude multiplying K1 (its diagonal for the RBF kernel)",
+                            Interval(0, None, "neither"))
+    jitter: float = param(1e-6, "relative diagonal jitter added to K1 and to every kernel estimate "
+                          "(keeps them positive definite)", Interval(0, None))
+    c: float = param(1.0, "multilabel task only: labels enter as truncated log-odds ±c",
+                     Interval(0, None, "neither"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PMAParams(KernelParams):
+    kernel_updates: int = param(3, "number of re-estimations of K2 (and of K1 when k1=estimate)",
+                                Interval(0, None))
+
+
+def row_kernel(params: KernelParams, ctx, rows: np.ndarray | None) -> np.ndarray | None:
+    """K1 over dataset ``rows`` from the run context's features (scaled by ``k1_scale`` and jittered),
+    or None when it must be estimated (``k1='estimate'`` or no features)."""
+    if params.k1 == "estimate" or ctx is None or ctx.X is None:
+        return None
+    width = params.width if params.width == "median" else float(params.width)
+    K = ctx.kernel(params.k1, width=width, scale=params.scale)
+    if rows is not None and not (len(rows) == K.shape[0] and np.array_equal(rows, np.arange(K.shape[0]))):
+        K = K[np.ix_(rows, rows)]
+    return linalg.add_jitter(params.k1_scale * K, params.jitter)
+
+
+def check_matrix(M) -> tuple[np.ndarray, np.ndarray]:
+    """(M as float, observed mask); errors a user can act on for bad input."""
+    M = np.asarray(M, dtype=float)
+    if M.ndim != 2:
+        raise DataError(f"PMA needs a 2-D matrix, got an array of shape {M.shape}.")
+    observed = ~np.isnan(M)
+    if np.isinf(M[observed]).any():
+        raise DataError("The matrix contains inf; replace it by NaN (unobserved) or a finite value.")
+    if not observed.any():
+        raise DataError("The matrix has no observed entry; nothing can be learned from it.")
+    return M, observed
+
+
+def check_kernel(K, size: int, name: str) -> np.ndarray:
+    K = np.asarray(K, dtype=float)
+    if K.shape != (size, size):
+        raise DataError(f"{name} must be {size} × {size} to match the matrix, got {K.shape}.")
+    if not np.all(np.isfinite(K)):
+        raise DataError(f"{name} contains NaN or inf.")
+    return 0.5 * (K + K.T)
+
+
+def pd_eigh(K: np.ndarray, name: str, floor_rel: float = 1e-12):
+    """Eigenbasis of a symmetric kernel; eigenvalues floored at a tiny relative level.
+
+    Raises DataError when the kernel is clearly not positive semidefinite.
+    """
+    d, U = linalg.sym_eigh(K, floor=-np.inf)
+    top = max(float(d.max()), 1e-300)
+    if d.min() < -1e-6 * top:
+        raise DataError(f"{name} is not positive semidefinite (smallest eigenvalue {d.min():.3g}); "
+                        "use a valid kernel or raise the jitter.")
+    return np.maximum(d, floor_rel * top), U
+
+
+def second_moments(M: np.ndarray, observed: np.ndarray, axis: int, jitter: float) -> np.ndarray:
+    """Initial kernel: pairwise-complete second moments of the columns (axis=0, m × m) or rows (axis=1,
+    n × n), projected onto the PSD cone, plus relative jitter."""
+    X0 = np.where(observed, M, 0.0)
+    O = observed.astype(float)
+    if axis == 1:
+        X0, O = X0.T, O.T
+    S = X0.T @ X0 / np.maximum(O.T @ O, 1.0)
+    d, U = linalg.sym_eigh(S, floor=0.0)
+    K = (U * d) @ U.T
+    if not np.any(d > 0):
+        K = np.eye(S.shape[0]) * max(float(np.mean(X0 ** 2)), 1e-3)
+    return linalg.add_jitter(K, max(jitter, 1e-10))
+
+
+def column_means(M: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    total = np.where(observed, M, 0.0).sum(axis=0)
+    count = observed.sum(axis=0)
+    overall = float(M[observed].mean())
+    return np.where(count > 0, total / np.maximum(count, 1), overall)
+
+
+def cov_estimate(Z: np.ndarray, jitter: float, extra: np.ndarray | None = None) -> np.ndarray:
+    """K̂ = ZᵀZ / n (+ ``extra``) + relative jitter: the kernel updates of §5.3.1–5.3.2."""
+    K = Z.T @ Z / Z.shape[0]
+    if extra is not None:
+        K = K + extra
+    return linalg.add_jitter(0.5 * (K + K.T), max(jitter, 1e-10))
+
+
+class RowConditional:
+    """Gaussian conditional of the missing entries of each row given its observed ones, for rows ~
+    N(0, K) (eqs. 5.20–5.21 and 5.23 jointly over a row): all rows at once.
+
+    With the precision P = K⁻¹, the missing part g_u of a row given the observed part g_o is
+    N(−P_uu⁻¹ P_uo g_o, P_uu⁻¹). The P_uu blocks of every row (padded to the largest number of
+    missing entries k) are factorised once per kernel: O(n k³ + m³), then every call costs O(n m²).
+    """
+
+    def __init__(self, K: np.ndarray, missing: np.ndarray, chunk_elems: int = 20_000_000):
+        self.missing = missing
+        n, m = missing.shape
+        d, U = pd_eigh(K, "K2")
+        self.P = (U / d) @ U.T
+        self.P_half = (U / np.sqrt(d)) @ U.T  # covariance P: noise whose missing block has cov P_uu
+        counts = missing.sum(axis=1)
+        self.k = k = int(counts.max()) if n else 0
+        if k == 0:
+            return
+        order = np.argsort(~missing, axis=1, kind="stable")[:, :k]  # missing columns first
+        self.valid = np.arange(k)[None, :] < counts[:, None]
+        self.idx = np.where(self.valid, order, 0)
+        self.Linv = np.empty((n, k, k))
+        step = max(1, chunk_elems // max(k * k, 1))
+        eye = np.eye(k)
+        for start in range(0, n, step):  # chunks of rows bound the memory of the stacked blocks
+            sl = slice(start, start + step)
+            idx, valid = self.idx[sl], self.valid[sl]
+            A = self.P[idx[:, :, None], idx[:, None, :]] * (valid[:, :, None] & valid[:, None, :])
+            A += eye * (~valid)[:, None, :]  # identity on padded slots
+            L = np.linalg.cholesky(A)
+            self.Linv[sl] = np.linalg.inv(L)
+
+    def _solve(self, rhs: np.ndarray) -> np.ndarray:
+        """P_uu⁻¹ rhs for every row (rhs is (n, k))."""
+        w = np.einsum("nij,nj->ni", self.Linv, rhs)
+        return np.einsum("nji,nj->ni", self.Linv, w)
+
+    def mean_and_draw(self, Gobs: np.ndarray, rng: np.random.Generator | None):
+        """Conditional mean of the missing entries (n, m; zero elsewhere) and, with ``rng``, a draw.
+
+        Gobs : (n, m) rows with observed entries set and missing entries ignored.
+        """
+        n, m = self.missing.shape
+        mean = np.zeros((n, m))
+        draw = None if rng is None else np.zeros((n, m))
+        if self.k == 0:
+            return mean, draw
+        R = np.where(self.missing, 0.0, Gobs) @ self.P  # P_uo g_o lives in the missing columns
+        rhs = -np.take_along_axis(R, self.idx, axis=1) * self.valid
+        mu = self._solve(rhs)
+        rows = np.broadcast_to(np.arange(n)[:, None], self.idx.shape)
+        mean[rows[self.valid], self.idx[self.valid]] = mu[self.valid]
+        if rng is not None:
+            eps = rng.standard_normal(self.idx.shape)
+            z = np.einsum("nji,nj->ni", self.Linv, eps)  # L⁻ᵀ ε ~ N(0, P_uu⁻¹)
+            draw[rows[self.valid], self.idx[self.valid]] = (mu + z)[self.valid]
+        return mean, draw
+
+    def variance(self) -> np.ndarray:
+        """Conditional variances of the missing entries, diag(P_uu⁻¹), as an (n, m) array."""
+        n, m = self.missing.shape
+        out = np.zeros((n, m))
+        if self.k == 0:
+            return out
+        v = np.einsum("nji,nji->ni", self.Linv, self.Linv)
+        rows = np.broadcast_to(np.arange(n)[:, None], self.idx.shape)
+        out[rows[self.valid], self.idx[self.valid]] = v[self.valid]
+        return out
+
+
+def labels_to_logodds(Y: np.ndarray, c: float) -> np.ndarray:
+    """0/1 labels (NaN unknown) to truncated log-odds ±c (§5.3.3)."""
+    return np.where(np.isnan(Y), np.nan, c * (2.0 * Y - 1.0))
+
+
+def stack_for_new_rows(split, c: float):
+    """A multilabel split as one matrix: training label rows (±c, NaN unknown) over all-NaN test rows,
+    with the dataset rows of both (new rows are predicted as missing entries, §5.4)."""
+    Y = labels_to_logodds(np.asarray(split.Y_train, dtype=float), c)
+    n_test = split.X_test.shape[0]
+    M = np.vstack([Y, np.full((n_test, Y.shape[1]), np.nan)])
+    rows = np.concatenate([np.asarray(split.train_index), np.asarray(split.test_index)])
+    return M, rows, n_test
+
+
+def row_kernel_eig(params: KernelParams, ctx, rows: np.ndarray | None):
+    """(K1, (d1, U1)) with the eigendecomposition cached in the run context (shared by folds and by
+    every PMA algorithm using the same kernel), or (None, None) when K1 is to be estimated."""
+    K1 = row_kernel(params, ctx, rows)
+    if K1 is None:
+        return None, None
+    import hashlib
+
+    spec = {"k1": params.k1, "width": params.width, "scale": params.scale, "k1_scale": params.k1_scale,
+            "jitter": params.jitter,
+            "rows": hashlib.sha256(np.ascontiguousarray(rows if rows is not None else []).tobytes()).hexdigest()}
+
+    def compute():
+        d, U = pd_eigh(K1, "K1")
+        return {"d": d, "U": U}
+
+    eig = ctx.cached("pma-k1-eigh", spec, compute)
+    return K1, (eig["d"], eig["U"])

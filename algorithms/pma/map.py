@@ -1,0 +1,121 @@
+"""PMA-MAP (dissertation §5.3.2): alternate the Sylvester equation for the MAP F given the completed
+matrix X̃ (eq. 5.22), the mode update of the missing entries given F (eq. 5.23, jointly over each row)
+and the kernel re-estimation K2 = GᵀG / n.
+
+Cost: eigendecompositions of K1 (cached across folds) and K2, O(n³ + m³) once per kernel update;
+then O(nm(n + m)) per iteration (two rotations into the eigenbases) plus O(nm²) for the missing
+entries of all rows. Nothing of size nm × nm is formed and no Sylvester solver runs per iteration.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from malt.params import Interval, Options, param
+from malt.registry import Algorithm, register
+
+from .common import (PMAParams, RowConditional, check_kernel, check_matrix, column_means, cov_estimate,
+                     pd_eigh, row_kernel_eig, second_moments)
+from .exact import _missing_inputs, _prediction
+
+
+def map_f(Xt: np.ndarray, eig1, eig2) -> np.ndarray:
+    """MAP F given a complete X̃: the solution of F K2 + K1 F = K1 X̃ (eq. 5.22).
+
+    With K1 = U1 diag(d1) U1ᵀ and K2 = U2 diag(d2) U2ᵀ the equation is elementwise in the rotated
+    basis: F̃_ab = d1_a X̃̃_ab / (d1_a + d2_b). Equals ``malt.linalg.solve_sylvester_eig(d1, U1, d2, U2,
+    K1 @ X̃)`` with one rotation fewer. O(n²m + nm²).
+    """
+    d1, U1 = eig1
+    d2, U2 = eig2
+    Xr = U1.T @ Xt @ U2
+    return U1 @ (Xr * (d1[:, None] / (d1[:, None] + d2[None, :]))) @ U2.T
+
+
+def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 100, tol: float = 1e-5,
+            jitter: float = 1e-6, eig1=None, init: str = "mean", rng: np.random.Generator | None = None) -> dict:
+    """PMA-MAP: complete M by alternating F = argmax p(F | X̃) (eq. 5.22) and the missing entries'
+    mode given F (eq. 5.23, solved jointly per row, which is the fixed point of iterating 5.23),
+    re-estimating K2 = GᵀG/n (and K1 = FFᵀ/m when K1 is None) ``kernel_updates`` times.
+
+    With fixed kernels the alternation is coordinate ascent on the Gaussian p(F, X_missing | X_obs),
+    so it converges to the exact posterior mean of `pma_exact` with ``noise=0``.
+
+    Parameters
+    ----------
+    M : (n, m) array, NaN where unobserved
+    K1, K2 : (n, n), (m, m) kernels or None (estimated; initialised from pairwise-complete second moments)
+    iterations : maximum alternations per kernel setting; stops early when the largest change of a
+        missing entry falls below ``tol`` times the data's scale
+    init : 'mean' (observed column means) or 'random' (the paper's random fill) for the missing entries
+
+    Returns
+    -------
+    dict with 'values' (X̃), 'F', 'G', 'K1', 'K2', 'iterations' (per kernel setting).
+    """
+    M, observed = check_matrix(M)
+    n, m = M.shape
+    missing = ~observed
+    estimate_k1, estimate_k2 = K1 is None, K2 is None
+    K1 = second_moments(M, observed, 1, jitter) if estimate_k1 else check_kernel(K1, n, "K1")
+    K2 = second_moments(M, observed, 0, jitter) if estimate_k2 else check_kernel(K2, m, "K2")
+    if estimate_k1 or eig1 is None:
+        eig1 = pd_eigh(K1, "K1")
+    Xt = np.where(observed, M, column_means(M, observed)[None, :])
+    scale = float(np.std(M[observed])) or 1.0
+    if init == "random":
+        rng = rng if rng is not None else np.random.default_rng(0)
+        Xt[missing] = rng.normal(0.0, scale, int(missing.sum()))
+    counts = []
+    F = Xt
+    for round_ in range(kernel_updates + 1):
+        eig2 = pd_eigh(K2, "K2")
+        conditional = RowConditional(K2, missing)
+        it = 0
+        for it in range(1, iterations + 1):
+            F = map_f(Xt, eig1, eig2)
+            g_missing, _ = conditional.mean_and_draw(Xt - F, None)
+            new = F[missing] + g_missing[missing]
+            change = float(np.max(np.abs(new - Xt[missing]))) if new.size else 0.0
+            Xt[missing] = new
+            if change <= tol * scale:
+                break
+        counts.append(it)
+        if round_ == kernel_updates:
+            break
+        F = map_f(Xt, eig1, eig2)
+        if estimate_k2:
+            K2 = cov_estimate(Xt - F, jitter)
+        if estimate_k1:
+            K1 = cov_estimate(F.T, jitter)
+            eig1 = pd_eigh(K1, "K1")
+    return {"values": Xt, "F": F, "G": Xt - F, "K1": K1, "K2": K2, "iterations": counts}
+
+
+@dataclass(frozen=True, kw_only=True)
+class MAPParams(PMAParams):
+    iterations: int = param(100, "maximum alternations of F (eq. 5.22) and the missing entries (eq. 5.23) "
+                            "per kernel setting", Interval(1, None))
+    tol: float = param(1e-5, "stop alternating when no missing entry moves more than tol × the data's std",
+                       Interval(0, None))
+    init: str = param("mean", "initial fill of missing entries: observed column 'mean' or 'random' (paper)",
+                      Options("mean", "random"))
+
+
+@register
+class PMAMap(Algorithm):
+    """PMA-MAP: MAP inference in probabilistic matrix addition (Sylvester equation via eigenbases,
+    mode updates of missing entries, K2 re-estimated from G = X̃ − F)."""
+
+    name = "pma-map"
+    tasks = frozenset({"missing", "multilabel"})
+    Params = MAPParams
+    version = "1"
+
+    def run(self, split, params, ctx):
+        M, rows, n_new = _missing_inputs(split, params, ctx)
+        K1, eig1 = row_kernel_eig(params, ctx, rows)
+        fit = pma_map(M, K1, None, kernel_updates=params.kernel_updates, iterations=params.iterations,
+                      tol=params.tol, jitter=params.jitter, eig1=eig1, init=params.init, rng=ctx.rng)
+        return _prediction(fit["values"], n_new, diagnostics={"iterations": fit["iterations"]})
