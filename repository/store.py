@@ -48,6 +48,7 @@ class Repository:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._lock_fd: int | None = None
+        self._journal_sizes: dict[str, int] = {}
 
     # ---- existence and locking -----------------------------------------------------------
     @property
@@ -137,7 +138,11 @@ class Repository:
         journal = self.experiment_dir(experiment_id) / "journal"
         text = sealed(record)
         atomic_write(journal / f"{record['unit']}-{time.time_ns()}.json", lambda tmp: tmp.write_text(text))
-        if sum(1 for _ in journal.glob("*.json")) >= COMPACT_EVERY:
+        if experiment_id not in self._journal_sizes:
+            self._journal_sizes[experiment_id] = sum(1 for _ in journal.glob("*.json"))
+        else:
+            self._journal_sizes[experiment_id] += 1
+        if self._journal_sizes[experiment_id] >= COMPACT_EVERY:
             self.compact(experiment_id)
 
     def units(self, experiment_id: str, problems: list | None = None) -> dict[str, dict]:
@@ -189,6 +194,7 @@ class Repository:
         atomic_write(folder / "results.h5", write)
         for path in journal_files:
             path.unlink(missing_ok=True)
+        self._journal_sizes.pop(experiment_id, None)
 
     def repair(self, experiment_id: str) -> list[str]:
         """Drop damaged parts of an experiment, keeping every readable unit; returns what was done."""
