@@ -90,6 +90,12 @@ class Repository:
         self._lock_fd = fd
         if not self.exists:
             write_json(self.path / MARKER, {"format": FORMAT, "created": time.time()})
+        self._remove_stale_temporaries()
+
+    def _remove_stale_temporaries(self) -> None:
+        """Temporary files left by a writer killed mid-write (we hold the lock: nobody else writes)."""
+        for tmp in self.path.rglob(".*.tmp"):
+            tmp.unlink(missing_ok=True)
 
     def unlock(self) -> None:
         if self._lock_fd is not None:

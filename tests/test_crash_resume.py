@@ -43,5 +43,6 @@ def test_kill_minus_nine_then_rerun_equals_uninterrupted(tmp_path):
             ResultSet.from_repository(Repository(crashed))
     assert kills >= 1
     run_malt("rerun", "--repo", str(crashed), "--quiet")
+    assert not list(crashed.rglob(".*.tmp"))  # half-written files of killed writers are swept
     pd.testing.assert_frame_equal(_table(reference).reset_index(drop=True), _table(crashed).reset_index(drop=True))
     assert len(_table(crashed)) == 20 * 1  # 4 settings × 5 folds × one metric (error)
