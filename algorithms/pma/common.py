@@ -47,8 +47,8 @@ class KernelParams(Params):
                        Options("standardize", "minmax", "none"))
     k1_scale: float = param(1.0, "amplitude multiplying K1 (its diagonal for the RBF kernel)",
                             Interval(0, None, "neither"))
-    jitter: float = param(1e-6, "relative diagonal jitter added to K1 and to every kernel estimate "
-                          "(keeps them positive definite)", Interval(0, None))
+    jitter: float = param(1e-2, "relative diagonal jitter (nugget) added to K1 and to every kernel estimate "
+                          "(keeps them positive definite and the prediction stable)", Interval(0, None))
     c: float = param(1.0, "multilabel task only: labels enter as truncated log-odds ±c",
                      Interval(0, None, "neither"))
 

@@ -107,7 +107,7 @@ def gaussian_conditional_mean(M: np.ndarray, K1: np.ndarray, K2: np.ndarray, *, 
     return Xhat, A, {"iterations": iterations, "converged": converged}
 
 
-def pma_exact(M, K1=None, K2=None, *, noise: float = 1e-4, kernel_updates: int = 3, jitter: float = 1e-6,
+def pma_exact(M, K1=None, K2=None, *, noise: float = 1e-4, kernel_updates: int = 3, jitter: float = 1e-2,
               eig1=None, tol: float = CG_TOL, max_iter: int = CG_MAX_ITER) -> dict:
     """PMA-EXACT: exact prediction of the unobserved entries of M under Cov(vec X) = K1 ⊕ K2 + noise·I.
 
@@ -151,7 +151,7 @@ def pma_exact(M, K1=None, K2=None, *, noise: float = 1e-4, kernel_updates: int =
     return {"values": Xhat, "F": K1 @ A, "G": A @ K2, "K1": K1, "K2": K2, "iterations": iterations}
 
 
-def ilmc(M, K1=None, K2=None, *, noise: float = 1e-4, kernel_updates: int = 3, jitter: float = 1e-6,
+def ilmc(M, K1=None, K2=None, *, noise: float = 1e-4, kernel_updates: int = 3, jitter: float = 1e-2,
          eig1=None, tol: float = CG_TOL, max_iter: int = CG_MAX_ITER) -> dict:
     """Intrinsic LMC: exact prediction with Cov(vec X) = K1 ⊗ K2 + noise·I (the separable model).
 
@@ -166,7 +166,7 @@ def ilmc(M, K1=None, K2=None, *, noise: float = 1e-4, kernel_updates: int = 3, j
     return {"values": Xhat, "K1": fit["K1"], "K2": fit["K2"], "iterations": fit["iterations"] + [info["iterations"]]}
 
 
-def gpr(M, K=None, *, axis: str = "rows", noise: float = 0.1, jitter: float = 1e-6, eig=None,
+def gpr(M, K=None, *, axis: str = "rows", noise: float = 0.1, jitter: float = 1e-2, eig=None,
         tol: float = CG_TOL, max_iter: int = CG_MAX_ITER) -> dict:
     """A single GP (GPR-D1 / GPR-D2 of §5.3.3).
 

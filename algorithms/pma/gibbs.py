@@ -152,7 +152,7 @@ def single_site_sweep(state: _State, rng: np.random.Generator, sets, QF=None, RG
 
 
 def pma_gibbs(M, K1=None, K2=None, *, sampler: str = "blocked", burn_in: int = 100, sweeps: int = 200,
-              kernel_updates: int = 3, jitter: float = 1e-6, eig1=None, rng: np.random.Generator | None = None,
+              kernel_updates: int = 3, jitter: float = 1e-2, eig1=None, rng: np.random.Generator | None = None,
               trace: np.ndarray | None = None) -> dict:
     """PMA-GIBBS: posterior mean and variance of the missing entries of M by Gibbs sampling.
 

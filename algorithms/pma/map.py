@@ -34,7 +34,7 @@ def map_f(Xt: np.ndarray, eig1, eig2) -> np.ndarray:
 
 
 def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 100, tol: float = 1e-5,
-            jitter: float = 1e-6, eig1=None, init: str = "mean", rng: np.random.Generator | None = None) -> dict:
+            jitter: float = 1e-2, eig1=None, init: str = "mean", rng: np.random.Generator | None = None) -> dict:
     """PMA-MAP: complete M by alternating F = argmax p(F | X̃) (eq. 5.22) and the missing entries'
     mode given F (eq. 5.23, solved jointly per row, which is the fixed point of iterating 5.23),
     re-estimating K2 = GᵀG/n (and K1 = FFᵀ/m when K1 is None) ``kernel_updates`` times.
