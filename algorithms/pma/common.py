@@ -145,10 +145,10 @@ class RowConditional:
     missing entries k) are factorised once per kernel: O(n k³ + m³), then every call costs O(n m²).
     """
 
-    def __init__(self, K: np.ndarray, missing: np.ndarray, chunk_elems: int = 20_000_000):
+    def __init__(self, K: np.ndarray, missing: np.ndarray, chunk_elems: int = 20_000_000, eig=None):
         self.missing = missing
         n, m = missing.shape
-        d, U = pd_eigh(K, "K2")
+        d, U = eig if eig is not None else pd_eigh(K, "K2")
         self.P = (U / d) @ U.T
         self.P_half = (U / np.sqrt(d)) @ U.T  # covariance P: noise whose missing block has cov P_uu
         counts = missing.sum(axis=1)

@@ -81,7 +81,7 @@ class _State:
     def set_k2(self, K2):
         self.K2 = K2
         self.eig2 = pd_eigh(K2, "K2")
-        self.cond = RowConditional(K2, self.missing)
+        self.cond = RowConditional(K2, self.missing, eig=self.eig2)
         if self.sampler == "single-site":
             d2, U2 = self.eig2
             self.P2 = (U2 / d2) @ U2.T

@@ -33,8 +33,9 @@ def map_f(Xt: np.ndarray, eig1, eig2) -> np.ndarray:
     return U1 @ (Xr * (d1[:, None] / (d1[:, None] + d2[None, :]))) @ U2.T
 
 
-def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 100, tol: float = 1e-5,
-            jitter: float = 1e-2, eig1=None, init: str = "mean", rng: np.random.Generator | None = None) -> dict:
+def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 25, tol: float = 1e-4,
+            jitter: float = 1e-2, eig1=None, init: str = "mean", relax: float = 1.5,
+            rng: np.random.Generator | None = None) -> dict:
     """PMA-MAP: complete M by alternating F = argmax p(F | X̃) (eq. 5.22) and the missing entries'
     mode given F (eq. 5.23, solved jointly per row, which is the fixed point of iterating 5.23),
     re-estimating K2 = GᵀG/n (and K1 = FFᵀ/m when K1 is None) ``kernel_updates`` times.
@@ -49,6 +50,9 @@ def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 1
     iterations : maximum alternations per kernel setting; stops early when the largest change of a
         missing entry falls below ``tol`` times the data's scale
     init : 'mean' (observed column means) or 'random' (the paper's random fill) for the missing entries
+    relax : over-relaxation ω of the missing-entry update, x ← x + ω (x_5.23 − x). The plain alternation
+        (ω = 1) is a linear iteration whose matrix has eigenvalues in [0, 1) (two-block coordinate
+        ascent on a Gaussian), so any 0 < ω < 2 converges to the same fixed point, faster for ω > 1.
 
     Returns
     -------
@@ -71,14 +75,14 @@ def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 1
     F = Xt
     for round_ in range(kernel_updates + 1):
         eig2 = pd_eigh(K2, "K2")
-        conditional = RowConditional(K2, missing)
+        conditional = RowConditional(K2, missing, eig=eig2)
         it = 0
         for it in range(1, iterations + 1):
             F = map_f(Xt, eig1, eig2)
             g_missing, _ = conditional.mean_and_draw(Xt - F, None)
-            new = F[missing] + g_missing[missing]
-            change = float(np.max(np.abs(new - Xt[missing]))) if new.size else 0.0
-            Xt[missing] = new
+            step = F[missing] + g_missing[missing] - Xt[missing]
+            change = float(np.max(np.abs(step))) if step.size else 0.0
+            Xt[missing] += relax * step
             if change <= tol * scale:
                 break
         counts.append(it)
@@ -95,10 +99,12 @@ def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 1
 
 @dataclass(frozen=True, kw_only=True)
 class MAPParams(PMAParams):
-    iterations: int = param(100, "maximum alternations of F (eq. 5.22) and the missing entries (eq. 5.23) "
+    iterations: int = param(25, "maximum alternations of F (eq. 5.22) and the missing entries (eq. 5.23) "
                             "per kernel setting", Interval(1, None))
-    tol: float = param(1e-5, "stop alternating when no missing entry moves more than tol × the data's std",
+    tol: float = param(1e-4, "stop alternating when no missing entry moves more than tol × the data's std",
                        Interval(0, None))
+    relax: float = param(1.5, "over-relaxation ω of the missing-entry update (any 0 < ω < 2 converges to the "
+                         "same fixed point; ω = 1 is the paper's plain alternation)", Interval(0, 2, "neither"))
     init: str = param("mean", "initial fill of missing entries: observed column 'mean' or 'random' (paper)",
                       Options("mean", "random"))
 
@@ -111,11 +117,12 @@ class PMAMap(Algorithm):
     name = "pma-map"
     tasks = frozenset({"missing", "multilabel"})
     Params = MAPParams
-    version = "1"
+    version = "2"
 
     def run(self, split, params, ctx):
         M, rows, n_new = _missing_inputs(split, params, ctx)
         K1, eig1 = row_kernel_eig(params, ctx, rows)
         fit = pma_map(M, K1, None, kernel_updates=params.kernel_updates, iterations=params.iterations,
-                      tol=params.tol, jitter=params.jitter, eig1=eig1, init=params.init, rng=ctx.rng)
+                      tol=params.tol, jitter=params.jitter, eig1=eig1, init=params.init, relax=params.relax,
+                      rng=ctx.rng)
         return _prediction(fit["values"], n_new, diagnostics={"iterations": fit["iterations"]})
