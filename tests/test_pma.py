@@ -146,12 +146,13 @@ def test_independent_sets_cover_every_entry_once_with_distinct_rows_and_columns(
 
 # ---- samplers target the exact posterior -------------------------------------------------------
 
-@pytest.mark.parametrize("sampler,sweeps", [("blocked", 6000), ("single-site", 6000)])
-def test_sampler_moments_match_exact_gaussian_conditional(sampler, sweeps):
+@pytest.mark.parametrize("sampler,sweeps,overrelax", [("blocked", 6000, 0.0), ("blocked", 6000, -0.8),
+                                                      ("single-site", 6000, 0.0)])
+def test_sampler_moments_match_exact_gaussian_conditional(sampler, sweeps, overrelax):
     M, K1, K2 = small_problem(n=5, m=4, hidden=5, seed=7)
     mean, var = dense_conditional(M, kron_sum_dense(K1, K2))
     fit = pma_gibbs(M, K1, K2, sampler=sampler, burn_in=200, sweeps=sweeps, kernel_updates=0,
-                    rng=np.random.default_rng(11), trace=np.flatnonzero(np.isnan(M).ravel()))
+                    rng=np.random.default_rng(11), trace=np.flatnonzero(np.isnan(M).ravel()), overrelax=overrelax)
     hidden = np.isnan(M)
     sd = np.sqrt(var[hidden])
     # Rao-Blackwellised means: error well inside 0.1 posterior sd after thousands of sweeps

