@@ -223,8 +223,10 @@ def _prediction(values, n_new, variance=None, diagnostics=None):
 
 @register
 class PMAExact(Algorithm):
-    """PMA-EXACT: exact GP prediction with covariance K1 ⊕ K2 (CG with Kronecker-sum mat-vecs); K2 is
-    re-estimated by this method from its exact posterior means (K2 = ĜᵀĜ/n, kernel_updates times)."""
+    """PMA-EXACT: exact Gaussian prediction with covariance K1 ⊕ K2; K2 re-estimated as ĜᵀĜ/n from its own posterior.
+
+    Conjugate gradients with Kronecker-sum mat-vecs; K2 starts from the columns' pairwise-complete second
+    moments and is re-estimated kernel_updates times from the exact posterior mean Ĝ = E[G | X_obs]."""
 
     name = "pma-exact"
     tasks = frozenset({"missing"})
@@ -247,8 +249,7 @@ class ILMCParams(ExactParams):
 
 @register
 class ILMC(Algorithm):
-    """I-LMC: intrinsic linear model of coregionalisation, exact prediction with covariance K1 ⊗ K2
-    (K2 from the Kronecker-sum fit of pma-exact, as in the dissertation)."""
+    """I-LMC: exact prediction with covariance K1 ⊗ K2 (intrinsic LMC); K2 from the pma-exact fit, as in §5.3.3."""
 
     name = "ilmc"
     tasks = frozenset({"missing"})
@@ -274,7 +275,7 @@ class GPRParams(KernelParams):
 
 @register
 class GPR(Algorithm):
-    """GPR: one Gaussian process over rows (GPR-D1) or over columns (GPR-D2), each column/row independent."""
+    """GPR: one Gaussian process over rows (GPR-D1, K1 from features) or over columns (GPR-D2)."""
 
     name = "gpr"
     tasks = frozenset({"missing", "multilabel"})

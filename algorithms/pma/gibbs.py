@@ -263,8 +263,9 @@ class GibbsParams(PMAParams):
 
 @register
 class PMAGibbs(Algorithm):
-    """PMA-GIBBS: Gibbs sampling in probabilistic matrix addition; posterior mean of hidden entries
-    (posterior variance in Prediction.variance), K2 re-estimated from samples during burn-in."""
+    """PMA-GIBBS: Gibbs sampler for PMA (blocked or single-site); posterior mean and variance of hidden entries.
+
+    K2 (and K1 with k1=estimate) is re-estimated from the samples kernel_updates times during burn-in."""
 
     name = "pma-gibbs"
     tasks = frozenset({"missing", "multilabel"})

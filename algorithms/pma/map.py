@@ -142,8 +142,10 @@ class MAPParams(PMAParams):
 
 @register
 class PMAMap(Algorithm):
-    """PMA-MAP: MAP inference in probabilistic matrix addition (Sylvester equation via eigenbases,
-    mode updates of missing entries, K2 re-estimated from G = X̃ − F)."""
+    """PMA-MAP: alternate the Sylvester equation for F and the missing entries' mode; K2 re-estimated from G.
+
+    The Sylvester equation is solved through the kernels' eigenbases (reused while they are fixed); the
+    alternation is Anderson-accelerated by default (anderson=0 gives the plain/over-relaxed one)."""
 
     name = "pma-map"
     tasks = frozenset({"missing", "multilabel"})
