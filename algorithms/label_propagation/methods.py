@@ -1,0 +1,302 @@
+"""Label propagation as generalised label propagation (GLP, dissertation §3.3–3.5).
+
+Every method takes a symmetric sparse weight matrix ``W`` (n, n), the labelled rows ``labeled``
+(ℓ,) and their targets ``Y_l`` (ℓ, C) and returns scores ``F`` (n, C); the predicted class is the
+row-wise argmax (one-vs-rest). Targets are one-hot: all solutions here are linear in y, so the
+±1 coding of the thesis gives the same argmax (F(±1) = 2 F(one-hot) − F(1_ℓ), the last term is
+shared by all classes). Each system is factorised once (sparse LU) and solved for all classes
+together; no dense n × n inverse is formed. Cost: one sparse factorisation of an n × n matrix
+with O(nk) non-zeros, then O(C) triangular solves.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from malt.errors import DataError
+
+from .graph import degrees, laplacian, normalized_adjacency
+
+JITTER = 1e-10
+"""Relative ridge added to systems that are singular when a graph component holds no label."""
+
+
+def _split(n: int, labeled) -> tuple[np.ndarray, np.ndarray]:
+    labeled = np.asarray(labeled, dtype=np.int64)
+    mask = np.zeros(n, bool)
+    mask[labeled] = True
+    return labeled, np.flatnonzero(~mask)
+
+
+def _factor(A: sp.spmatrix):
+    """Sparse LU of A (+ a relative jitter on the diagonal so label-free components stay solvable)."""
+    A = sp.csc_matrix(A)
+    scale = float(abs(A.diagonal()).max()) if A.shape[0] else 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sp.SparseEfficiencyWarning)
+        return spla.splu(sp.csc_matrix(A + JITTER * max(scale, 1.0) * sp.identity(A.shape[0])))
+
+
+def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
+    Y = np.zeros((len(y), n_classes))
+    Y[np.arange(len(y)), y] = 1.0
+    return Y
+
+
+def gaussian_fields(W, labeled, Y_l) -> np.ndarray:
+    """Harmonic solution of Gaussian fields (Zhu et al. 2003), eq. 3.8.
+
+    .. math:: f_u = (D_{uu} - W_{uu})^{-1} W_{u\\ell} y_\\ell,\\quad f_\\ell = y_\\ell
+    """
+    W = sp.csr_matrix(W)
+    n = W.shape[0]
+    lab, unl = _split(n, labeled)
+    F = np.zeros((n, Y_l.shape[1]))
+    F[lab] = Y_l
+    if unl.size:
+        L = laplacian(W)
+        F[unl] = _factor(L[unl][:, unl]).solve(np.asarray(W[unl][:, lab] @ Y_l))
+    return F
+
+
+def embedding_lp(M, labeled, Y_l) -> np.ndarray:
+    """Unconstrained semi-supervised embedding, eq. 3.37: f_u = −M_uu⁻¹ M_uℓ y_ℓ, f_ℓ = y_ℓ.
+
+    With M = L_u this is LELP, which equals GF (eq. 3.8) exactly.
+    """
+    M = sp.csr_matrix(M)
+    n = M.shape[0]
+    lab, unl = _split(n, labeled)
+    F = np.zeros((n, Y_l.shape[1]))
+    F[lab] = Y_l
+    if unl.size:
+        F[unl] = -_factor(M[unl][:, unl]).solve(np.asarray(M[unl][:, lab] @ Y_l))
+    return F
+
+
+def constrained_embedding_lp(M, labeled, Y_l, alpha: float, a=None) -> np.ndarray:
+    """Semi-supervised embedding with f ⊥ A1, eqs. 3.39–3.40.
+
+    .. math:: f = (M + \\alpha I_k)^{-1}(\\alpha \\hat y + \\mu A1/2),\\quad
+              \\mu = -2\\alpha \\frac{1^T A^T (M+\\alpha I_k)^{-1} \\hat y}{1^T A^T (M+\\alpha I_k)^{-1} A 1}
+
+    a : (n,) the diagonal of A applied to 1 (``a = A1``); None for A = I. ŷ is y on labelled rows,
+    0 elsewhere; I_k is the identity on labelled rows only.
+    """
+    M = sp.csr_matrix(M)
+    n = M.shape[0]
+    lab, _ = _split(n, labeled)
+    a = np.ones(n) if a is None else np.asarray(a, dtype=float)
+    Ik = np.zeros(n)
+    Ik[lab] = 1.0
+    lu = _factor(M + alpha * sp.diags(Ik))
+    Yhat = np.zeros((n, Y_l.shape[1]))
+    Yhat[lab] = Y_l
+    sol = lu.solve(np.column_stack([Yhat, a]))
+    G, g1 = sol[:, :-1], sol[:, -1]  # (M+αI_k)⁻¹ŷ and (M+αI_k)⁻¹A1
+    mu = -2 * alpha * (a @ G) / (a @ g1)  # (C,)
+    return alpha * G + np.outer(g1, mu / 2)
+
+
+def tikhonov(W, labeled, Y_l, gamma: float) -> np.ndarray:
+    """Tikhonov regularisation on graphs (Belkin et al. 2004), eqs. 3.11–3.12, f ⊥ 1.
+
+    .. math:: f = (\\ell\\gamma L_u + I_k)^{-1}(\\hat y + \\mu 1),\\quad
+              \\mu = -\\frac{1^T(\\ell\\gamma L_u + I_k)^{-1}\\hat y}{1^T(\\ell\\gamma L_u + I_k)^{-1}1}
+    """
+    W = sp.csr_matrix(W)
+    n = W.shape[0]
+    lab, _ = _split(n, labeled)
+    Ik = np.zeros(n)
+    Ik[lab] = 1.0
+    lu = _factor(len(lab) * gamma * laplacian(W) + sp.diags(Ik))
+    Yhat = np.zeros((n, Y_l.shape[1]))
+    Yhat[lab] = Y_l
+    sol = lu.solve(np.column_stack([Yhat, np.ones(n)]))
+    G, g1 = sol[:, :-1], sol[:, -1]
+    mu = -G.sum(axis=0) / g1.sum()
+    return G + np.outer(g1, mu)
+
+
+def local_global_consistency(W, labeled, Y_l, alpha: float) -> np.ndarray:
+    """Fixed point of LGC (Zhou et al. 2004), eq. 3.15: F = (1−α)(I − αS)⁻¹Y, S = D^{-1/2}WD^{-1/2}.
+
+    Y is the one-hot label on labelled rows and 0 elsewhere. Solved directly (one sparse LU).
+    """
+    W = sp.csr_matrix(W)
+    n = W.shape[0]
+    lab, _ = _split(n, labeled)
+    Y = np.zeros((n, Y_l.shape[1]))
+    Y[lab] = Y_l
+    A = sp.identity(n) - alpha * normalized_adjacency(W)
+    return (1 - alpha) * _factor(A).solve(Y)
+
+
+def propagate(U, Y: np.ndarray, alpha: float, tol: float = 1e-9, max_iter: int = 100000):
+    """Iterate f ← αUf + (1−α)y from f = y (eqs. 3.15, 3.19) until max |Δf| < tol.
+
+    Converges to (1−α)(I − αU)⁻¹y for any row-stochastic (or spectral radius ≤ 1) U and α < 1.
+    Returns (F, iterations).
+    """
+    U = sp.csr_matrix(U)
+    F = Y.copy()
+    base = (1 - alpha) * Y
+    for it in range(1, max_iter + 1):  # inherently sequential fixed-point iteration
+        new = alpha * (U @ F) + base
+        if np.max(np.abs(new - F)) < tol:
+            return new, it
+        F = new
+    warnings.warn(f"label propagation did not converge in max_iter={max_iter} iterations", stacklevel=2)
+    return F, max_iter
+
+
+def simplex_projection(V: np.ndarray) -> np.ndarray:
+    """Euclidean projection of every row of V onto the probability simplex (Duchi et al. 2008)."""
+    n, k = V.shape
+    srt = -np.sort(-V, axis=1)
+    css = np.cumsum(srt, axis=1) - 1
+    ind = np.arange(1, k + 1)
+    cond = srt - css / ind > 0
+    rho = k - 1 - np.argmax(cond[:, ::-1], axis=1)
+    theta = css[np.arange(n), rho] / (rho + 1)
+    return np.maximum(V - theta[:, None], 0)
+
+
+def local_gram(X: np.ndarray, neighbors: np.ndarray) -> np.ndarray:
+    """G_i = (x_i − x_j)ᵀ(x_i − x_l) over the neighbours j, l of i: (n, k, k)."""
+    Dif = X[:, None, :] - X[neighbors]  # (n, k, d)
+    return np.einsum("nkd,nld->nkl", Dif, Dif)
+
+
+def lnp_weights(X, neighbors: np.ndarray, iters: int = 300, reg: float = 1e-3) -> sp.csr_matrix:
+    """LNP transition matrix U (Wang & Zhang 2006): for every i,
+
+    .. math:: \\min_{u_i} \\|x_i - X_i^N u_i\\|^2 \\;\\text{s.t.}\\; u_i \\ge 0,\\ 1^T u_i = 1
+
+    solved for all points at once by projected gradient (step 1/λ_max(G_i)); ``reg`` adds
+    reg·trace(G_i)/k to the diagonal as in LLE. U is row-stochastic and not symmetric.
+    """
+    X = X.toarray() if sp.issparse(X) else np.asarray(X, float)
+    n, k = neighbors.shape
+    G = local_gram(X, neighbors)
+    tr = np.trace(G, axis1=1, axis2=2)
+    G = G + (reg * np.where(tr > 0, tr, 1.0) / k)[:, None, None] * np.eye(k)
+    step = 1.0 / np.linalg.eigvalsh(G)[:, -1]
+    u = np.full((n, k), 1.0 / k)
+    for _ in range(iters):  # projected gradient; every step is vectorised over all points
+        grad = np.einsum("nkl,nl->nk", G, u)
+        u = simplex_projection(u - step[:, None] * grad)
+    return sp.csr_matrix((u.ravel(), neighbors.ravel(), np.arange(0, n * k + 1, k)), shape=(n, n))
+
+
+def lle_weights(X, neighbors: np.ndarray, reg: float = 1e-3) -> sp.csr_matrix:
+    """LLE reconstruction weights (Roweis & Saul 2000): min ‖x_i − Σ_j w_ij x_j‖², Σ_j w_ij = 1,
+    with reg·trace(G_i) on the diagonal of each local Gram matrix (as scikit-learn)."""
+    X = X.toarray() if sp.issparse(X) else np.asarray(X, float)
+    n, k = neighbors.shape
+    G = local_gram(X, neighbors)
+    tr = np.trace(G, axis1=1, axis2=2)
+    G = G + (reg * np.where(tr > 0, tr, 1.0))[:, None, None] * np.eye(k)
+    w = np.linalg.solve(G, np.ones((n, k, 1)))[..., 0]
+    w /= w.sum(axis=1, keepdims=True)
+    return sp.csr_matrix((w.ravel(), neighbors.ravel(), np.arange(0, n * k + 1, k)), shape=(n, n))
+
+
+def lle_matrix(X, neighbors, reg: float = 1e-3) -> sp.csr_matrix:
+    """M = (I − W)ᵀ(I − W) of LLE (eq. 3.32)."""
+    n = neighbors.shape[0]
+    IW = sp.identity(n, format="csr") - lle_weights(X, neighbors, reg)
+    return (IW.T @ IW).tocsr()
+
+
+def ltsa_matrix(X, neighbors: np.ndarray, dim: int = 1) -> sp.csr_matrix:
+    """LTSA alignment matrix (Zhang & Zha 2004; eq. 3.34): with N_i = {i} ∪ neighbours(i),
+
+    .. math:: M = \\sum_i S_i (I - G_i G_i^T) S_i^T,\\quad G_i = [1/\\sqrt{k+1},\\, V_i]
+
+    where V_i are the top ``dim`` right singular vectors of the centred neighbourhood. Local SVDs
+    are batched over all points.
+    """
+    X = X.toarray() if sp.issparse(X) else np.asarray(X, float)
+    n, k = neighbors.shape
+    N = np.column_stack([np.arange(n), neighbors])  # (n, k+1)
+    P = X[N]
+    P = P - P.mean(axis=1, keepdims=True)
+    d = min(dim, k, X.shape[1])
+    U, _, _ = np.linalg.svd(P, full_matrices=False)  # (n, k+1, min(k+1, D))
+    Gi = np.concatenate([np.full((n, k + 1, 1), 1.0 / np.sqrt(k + 1)), U[:, :, :d]], axis=2)
+    B = np.eye(k + 1) - Gi @ Gi.transpose(0, 2, 1)  # (n, k+1, k+1)
+    rows = np.repeat(N, k + 1, axis=1).ravel()
+    cols = np.tile(N, (1, k + 1)).ravel()
+    M = sp.csr_matrix((B.ravel(), (rows, cols)), shape=(n, n))  # duplicates summed
+    return ((M + M.T) / 2).tocsr()
+
+
+def cluster_kernel_embedding(W, dim: int) -> np.ndarray:
+    """The ``dim`` leading eigenvectors of S = D^{-1/2} W D^{-1/2} (smallest of L_s), (n, dim).
+
+    Rows are normalised to unit length (spectral-clustering embedding of the cluster kernel).
+    """
+    S = normalized_adjacency(W)
+    n = S.shape[0]
+    dim = min(dim, n - 2)
+    if n <= 400:
+        vals, vecs = np.linalg.eigh(S.toarray())
+        V = vecs[:, ::-1][:, :dim]
+    else:
+        vals, vecs = spla.eigsh(S, k=dim, which="LA", v0=np.ones(n), tol=1e-8)
+        V = vecs[:, np.argsort(-vals)]
+    norms = np.linalg.norm(V, axis=1, keepdims=True)
+    return V / np.where(norms > 0, norms, 1.0)
+
+
+def random_walk_em(W, labeled, y_l, n_classes: int, steps: int = 8, self_loop: float = 1.0,
+                   max_iter: int = 200, tol: float = 1e-8):
+    """Markov random walks with EM (Szummer & Jaakkola 2002; §3.3.5, eq. 3.17 and the M step).
+
+    P = D⁻¹(W + self_loop·I); P_{0|m}(i|k) = (P^m)_{ik} / Σ_i' (P^m)_{i'k} (uniform start).
+    EM fits Q_ic = P(y=c|x_i) to the labelled points; the class posterior of any point k is
+    Σ_i Q_ic P_{0|m}(i|k). Only the ℓ labelled columns of P^m are formed (m sparse products).
+    Returns (scores (n, C), EM iterations).
+    """
+    W = sp.csr_matrix(W)
+    n = W.shape[0]
+    A = (W + self_loop * sp.identity(n)).tocsr()
+    P = (sp.diags(1.0 / np.maximum(degrees(A), 1e-300)) @ A).tocsr()
+    PT = P.T.tocsr()
+    labeled = np.asarray(labeled)
+    E = np.zeros((n, len(labeled)))
+    E[labeled, np.arange(len(labeled))] = 1.0
+    ones = np.ones(n)
+    for _ in range(steps):  # columns of P^m at labelled points, and the column sums of P^m
+        E = P @ E
+        ones = PT @ ones
+    B = E / np.maximum(E.sum(axis=0, keepdims=True), 1e-300)  # B_ik = P_{0|m}(i | k), k labelled
+    Yl = one_hot(y_l, n_classes)
+    Q = np.full((n, n_classes), 1.0 / n_classes)
+    it = 0
+    for it in range(1, max_iter + 1):  # EM: each step is two dense (n, ℓ) products
+        R = Q[:, y_l] * B  # E step (3.17), unnormalised: Q_{i,y_k} B_ik
+        R /= np.maximum(R.sum(axis=0, keepdims=True), 1e-300)
+        num = R @ Yl  # M step
+        den = num.sum(axis=1, keepdims=True)
+        newQ = np.where(den > 0, num / np.maximum(den, 1e-300), 1.0 / n_classes)
+        delta = np.max(np.abs(newQ - Q))
+        Q = newQ
+        if delta < tol:
+            break
+    num = Q.copy()
+    for _ in range(steps):  # Σ_i Q_ic (P^m)_ik for every k
+        num = PT @ num
+    scores = num / np.maximum(ones, 1e-300)[:, None]
+    return scores, it
+
+
+def check_labels(labeled, n_classes: int, y_l):
+    if len(labeled) == 0:
+        raise DataError("No labelled points: the semi-supervised split must label at least one point.")
+    if np.any((y_l < 0) | (y_l >= n_classes)):
+        raise DataError(f"Class ids must lie in 0..{n_classes - 1}.")
