@@ -21,7 +21,7 @@ from malt.errors import DataError
 from .graph import degrees, laplacian, normalized_adjacency
 
 JITTER = 1e-10
-"""Relative ridge added to systems that are singular when a graph component holds no label."""
+"""Relative ridge on the diagonal of graph components that no label reaches (else singular)."""
 
 
 def _split(n: int, labeled) -> tuple[np.ndarray, np.ndarray]:
@@ -31,13 +31,32 @@ def _split(n: int, labeled) -> tuple[np.ndarray, np.ndarray]:
     return labeled, np.flatnonzero(~mask)
 
 
-def _factor(A: sp.spmatrix):
-    """Sparse LU of A (+ a relative jitter on the diagonal so label-free components stay solvable)."""
+def _factor(A: sp.spmatrix, anchored: np.ndarray | None = None):
+    """Sparse LU of A.
+
+    anchored : (n,) bool, the rows tied to a label. A connected component of A's pattern without
+    such a row is singular (a graph piece no label reaches); only its diagonal gets a relative
+    jitter ``JITTER``, so its scores come out ≈ 0 and every other component is solved exactly.
+    """
     A = sp.csc_matrix(A)
-    scale = float(abs(A.diagonal()).max()) if A.shape[0] else 1.0
+    if anchored is not None and A.shape[0]:
+        from scipy.sparse.csgraph import connected_components
+
+        n_comp, comp = connected_components(A, directed=False)
+        reached = np.zeros(n_comp, bool)
+        reached[comp[anchored]] = True
+        loose = ~reached[comp]
+        if loose.any():
+            scale = max(float(abs(A.diagonal()).max()), 1.0)
+            A = sp.csc_matrix(A + sp.diags(JITTER * scale * loose.astype(float)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sp.SparseEfficiencyWarning)
-        return spla.splu(sp.csc_matrix(A + JITTER * max(scale, 1.0) * sp.identity(A.shape[0])))
+        return spla.splu(A)
+
+
+def _touches(B) -> np.ndarray:
+    """Rows of B with a non-zero entry."""
+    return np.asarray(abs(sp.csr_matrix(B)).sum(axis=1)).ravel() > 0
 
 
 def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
@@ -58,7 +77,8 @@ def gaussian_fields(W, labeled, Y_l) -> np.ndarray:
     F[lab] = Y_l
     if unl.size:
         L = laplacian(W)
-        F[unl] = _factor(L[unl][:, unl]).solve(np.asarray(W[unl][:, lab] @ Y_l))
+        Wul = W[unl][:, lab]
+        F[unl] = _factor(L[unl][:, unl], _touches(Wul)).solve(np.asarray(Wul @ Y_l))
     return F
 
 
@@ -73,7 +93,8 @@ def embedding_lp(M, labeled, Y_l) -> np.ndarray:
     F = np.zeros((n, Y_l.shape[1]))
     F[lab] = Y_l
     if unl.size:
-        F[unl] = -_factor(M[unl][:, unl]).solve(np.asarray(M[unl][:, lab] @ Y_l))
+        Mul = M[unl][:, lab]
+        F[unl] = -_factor(M[unl][:, unl], _touches(Mul)).solve(np.asarray(Mul @ Y_l))
     return F
 
 
@@ -92,7 +113,7 @@ def constrained_embedding_lp(M, labeled, Y_l, alpha: float, a=None) -> np.ndarra
     a = np.ones(n) if a is None else np.asarray(a, dtype=float)
     Ik = np.zeros(n)
     Ik[lab] = 1.0
-    lu = _factor(M + alpha * sp.diags(Ik))
+    lu = _factor(M + alpha * sp.diags(Ik), Ik > 0)
     Yhat = np.zeros((n, Y_l.shape[1]))
     Yhat[lab] = Y_l
     sol = lu.solve(np.column_stack([Yhat, a]))
@@ -112,7 +133,7 @@ def tikhonov(W, labeled, Y_l, gamma: float) -> np.ndarray:
     lab, _ = _split(n, labeled)
     Ik = np.zeros(n)
     Ik[lab] = 1.0
-    lu = _factor(len(lab) * gamma * laplacian(W) + sp.diags(Ik))
+    lu = _factor(len(lab) * gamma * laplacian(W) + sp.diags(Ik), Ik > 0)
     Yhat = np.zeros((n, Y_l.shape[1]))
     Yhat[lab] = Y_l
     sol = lu.solve(np.column_stack([Yhat, np.ones(n)]))
@@ -235,10 +256,10 @@ def ltsa_matrix(X, neighbors: np.ndarray, dim: int = 1) -> sp.csr_matrix:
     return ((M + M.T) / 2).tocsr()
 
 
-def cluster_kernel_embedding(W, dim: int) -> np.ndarray:
+def cluster_kernel_embedding(W, dim: int, normalize_rows: bool = True) -> np.ndarray:
     """The ``dim`` leading eigenvectors of S = D^{-1/2} W D^{-1/2} (smallest of L_s), (n, dim).
 
-    Rows are normalised to unit length (spectral-clustering embedding of the cluster kernel).
+    With ``normalize_rows`` rows are scaled to unit length (the spectral-clustering embedding).
     """
     S = normalized_adjacency(W)
     n = S.shape[0]
@@ -249,6 +270,8 @@ def cluster_kernel_embedding(W, dim: int) -> np.ndarray:
     else:
         vals, vecs = spla.eigsh(S, k=dim, which="LA", v0=np.ones(n), tol=1e-8)
         V = vecs[:, np.argsort(-vals)]
+    if not normalize_rows:
+        return V
     norms = np.linalg.norm(V, axis=1, keepdims=True)
     return V / np.where(norms > 0, norms, 1.0)
 

@@ -127,7 +127,8 @@ class LNP(_GraphAlgorithm):
 
 @dataclass(frozen=True, kw_only=True)
 class CKParams(GraphParams):
-    dim: int = param(10, "number of leading eigenvectors of D^{-1/2}WD^{-1/2} in the embedding", Interval(1, None))
+    dim: int = param(0, "leading eigenvectors of D^{-1/2}WD^{-1/2} in the embedding; 0 = number of classes",
+                     Interval(0, None))
     C: float = param(1.0, "inverse L2 strength of the linear (logistic) classifier", Interval(0, None, "neither"))
 
 
@@ -141,7 +142,7 @@ class ClusterKernel(_GraphAlgorithm):
     def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag):
         from sklearn.linear_model import LogisticRegression
 
-        V = m.cluster_kernel_embedding(W, params.dim)
+        V = m.cluster_kernel_embedding(W, params.dim or C)
         F = np.zeros((W.shape[0], C))
         present = np.unique(y_l)
         if present.size == 1:

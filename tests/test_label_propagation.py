@@ -1,0 +1,233 @@
+"""Label propagation family: each method against its closed form / a reference library / a
+brute-force implementation on small graphs, the thesis's equalities between GLP special cases,
+and recovery on a synthetic two-manifold problem."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from sklearn.semi_supervised import LabelPropagation, LabelSpreading
+
+from malt import registry
+from malt.algorithms.label_propagation import methods as m
+from malt.algorithms.label_propagation.graph import GraphSpec, knn_graph, knn_lists, laplacian
+from malt.context import Context
+from malt.splits import SemiSupervisedSplit
+
+
+def blobs(n=60, seed=0, classes=3):
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(0, 3, (classes, 4))
+    y = np.arange(n) % classes
+    X = centers[y] + rng.normal(0, 1.5, (n, 4))
+    return X, y
+
+
+def problem(n=60, seed=0, classes=3, per_class=3):
+    X, y = blobs(n, seed, classes)
+    W = knn_graph(X, GraphSpec(k=6))
+    lab = np.concatenate([np.flatnonzero(y == c)[:per_class] for c in range(classes)])
+    return X, y, W, lab, m.one_hot(y[lab], classes)
+
+
+def test_graph_is_symmetric_knn_with_rbf_weights():
+    X, _ = blobs(40)
+    W = knn_graph(X, GraphSpec(k=5, width=2.0)).toarray()
+    D2 = ((X[:, None] - X[None]) ** 2).sum(-1)
+    np.fill_diagonal(D2, np.inf)
+    nn = np.argsort(D2, axis=1)[:, :5]
+    A = np.zeros_like(W, dtype=bool)
+    A[np.repeat(np.arange(40), 5), nn.ravel()] = True
+    A |= A.T
+    np.testing.assert_array_equal(W > 0, A)
+    np.testing.assert_allclose(W[A], np.exp(-D2[A] / (2 * 2.0 ** 2)))
+    assert np.allclose(W, W.T) and np.all(np.diag(W) == 0)
+
+
+def test_gf_closed_form_and_sklearn_label_propagation():
+    X, y, W, lab, Yl = problem()
+    F = m.gaussian_fields(W, lab, Yl)
+    n = len(y)
+    unl = np.setdiff1d(np.arange(n), lab)
+    Wd = W.toarray()
+    L = np.diag(Wd.sum(1)) - Wd
+    expected = np.linalg.solve(L[np.ix_(unl, unl)], Wd[np.ix_(unl, lab)] @ Yl)  # eq. 3.8
+    np.testing.assert_allclose(F[unl], expected, atol=1e-8)
+    y_sk = np.full(n, -1)
+    y_sk[lab] = y[lab]
+    sk = LabelPropagation(kernel=lambda A, B: Wd, max_iter=100000, tol=1e-12).fit(X, y_sk)
+    np.testing.assert_array_equal(sk.transduction_[unl], F[unl].argmax(1))
+    np.testing.assert_allclose(sk.label_distributions_[unl], expected / expected.sum(1, keepdims=True), atol=1e-5)
+
+
+def test_lgc_closed_form_sklearn_label_spreading_and_iteration():
+    X, y, W, lab, Yl = problem(seed=1)
+    alpha = 0.9
+    F = m.local_global_consistency(W, lab, Yl, alpha)
+    n = len(y)
+    Wd = W.toarray()
+    d = Wd.sum(1)
+    S = Wd / np.sqrt(np.outer(d, d))
+    Y = np.zeros((n, 3))
+    Y[lab] = Yl
+    expected = (1 - alpha) * np.linalg.solve(np.eye(n) - alpha * S, Y)  # fixed point of eq. 3.15
+    np.testing.assert_allclose(F, expected, atol=1e-8)
+    it, _ = m.propagate(sp.csr_matrix(S), Y, alpha, tol=1e-13)
+    np.testing.assert_allclose(it, expected, atol=1e-10)
+    y_sk = np.full(n, -1)
+    y_sk[lab] = y[lab]
+    sk = LabelSpreading(kernel=lambda A, B: Wd, alpha=alpha, max_iter=100000, tol=1e-12).fit(X, y_sk)
+    np.testing.assert_array_equal(sk.transduction_, F.argmax(1))
+    # LGC is GLP with L_s and multiplier μ = (1 − α)/α (eq. 3.16): f = μ(L_s + μI)⁻¹y
+    mu = (1 - alpha) / alpha
+    np.testing.assert_allclose(F, mu * np.linalg.solve(np.eye(n) - S + mu * np.eye(n), Y), atol=1e-8)
+
+
+def _kkt(M, lab, Yl, alpha, a):
+    """min fᵀMf + α Σ_ℓ (f_i − y_i)² s.t. aᵀf = 0, by the dense KKT system."""
+    n = M.shape[0]
+    Ik = np.zeros((n, n))
+    Ik[lab, lab] = 1
+    K = np.block([[2 * (M + alpha * Ik), a[:, None]], [a[None, :], np.zeros((1, 1))]])
+    out = []
+    for c in range(Yl.shape[1]):
+        yhat = np.zeros(n)
+        yhat[lab] = Yl[:, c]
+        out.append(np.linalg.solve(K, np.concatenate([2 * alpha * yhat, [0.0]]))[:n])
+    return np.column_stack(out)
+
+
+def test_tikreg_against_kkt_and_orthogonality():
+    X, y, W, lab, Yl = problem(seed=2)
+    gamma = 0.05
+    F = m.tikhonov(W, lab, Yl, gamma)
+    L = laplacian(W).toarray()
+    expected = _kkt(L, lab, Yl, 1 / (len(lab) * gamma), np.ones(len(y)))  # eq. 3.10 with f ⊥ 1
+    np.testing.assert_allclose(F, expected, atol=1e-7)
+    np.testing.assert_allclose(F.sum(0), 0, atol=1e-8)
+
+
+def test_constrained_embedding_against_kkt_and_equals_tikreg():
+    X, y, W, lab, Yl = problem(seed=3)
+    M = m.lle_matrix(X, knn_lists(X, 6)["indices"])
+    a = np.sqrt(np.asarray(W.sum(1)).ravel())
+    for weights in (None, a):
+        F = m.constrained_embedding_lp(M, lab, Yl, 0.7, weights)
+        ref = _kkt(M.toarray(), lab, Yl, 0.7, np.ones(len(y)) if weights is None else weights)  # eqs. 3.38–3.40
+        np.testing.assert_allclose(F, ref, atol=1e-7)
+    # with M = L_u and A = I, eq. 3.39 is TIKREG with ℓγ = 1/α
+    gamma = 0.2
+    F1 = m.constrained_embedding_lp(laplacian(W), lab, Yl, 1 / (len(lab) * gamma))
+    np.testing.assert_allclose(F1, m.tikhonov(W, lab, Yl, gamma), atol=1e-8)
+
+
+def test_lelp_equals_gf_and_embedding_closed_form():
+    X, y, W, lab, Yl = problem(seed=4)
+    np.testing.assert_allclose(m.embedding_lp(laplacian(W), lab, Yl), m.gaussian_fields(W, lab, Yl), atol=1e-9)
+    M = m.ltsa_matrix(X, knn_lists(X, 6)["indices"], 1).toarray()
+    unl = np.setdiff1d(np.arange(len(y)), lab)
+    F = m.embedding_lp(M, lab, Yl)
+    np.testing.assert_allclose(F[unl], -np.linalg.solve(M[np.ix_(unl, unl)], M[np.ix_(unl, lab)] @ Yl), atol=1e-6)
+
+
+def test_lle_weights_match_scikit_learn():
+    from sklearn.manifold._locally_linear import barycenter_weights
+
+    X, _ = blobs(50, seed=5)
+    idx = knn_lists(X, 7)["indices"]
+    Wm = m.lle_weights(X, idx, reg=1e-3).toarray()
+    ref = barycenter_weights(X, X, idx, reg=1e-3)
+    np.testing.assert_allclose(np.take_along_axis(Wm, idx, 1), ref, atol=1e-10)
+
+
+def test_ltsa_matrix_annihilates_the_coordinate_of_a_line():
+    rng = np.random.default_rng(6)
+    t = np.sort(rng.uniform(0, 10, 80))
+    X = np.outer(t, [1.0, 2.0, -0.5]) + 3.0
+    M = m.ltsa_matrix(X, knn_lists(X, 6)["indices"], 1)
+    np.testing.assert_allclose(M @ t, 0, atol=1e-8)
+    np.testing.assert_allclose(M @ np.ones(80), 0, atol=1e-10)
+    assert np.linalg.eigvalsh(M.toarray()).min() > -1e-10
+
+
+def test_lnp_weights_match_per_point_qp_and_iteration_reaches_fixed_point():
+    X, y, W, lab, Yl = problem(n=30, seed=7)
+    idx = knn_lists(X, 5)["indices"]
+    U = m.lnp_weights(X, idx, iters=3000, reg=0.0)
+    np.testing.assert_allclose(np.asarray(U.sum(1)).ravel(), 1, atol=1e-12)
+    assert U.min() >= 0
+    for i in range(0, 30, 7):  # brute force: one constrained least-squares problem per point
+        N = X[idx[i]]
+        obj = lambda u: np.sum((X[i] - u @ N) ** 2)
+        res = minimize(obj, np.full(5, 0.2), method="SLSQP", bounds=[(0, 1)] * 5,
+                       constraints=[{"type": "eq", "fun": lambda u: u.sum() - 1}], options={"ftol": 1e-14})
+        assert obj(U[i, idx[i]].toarray().ravel()) <= res.fun + 1e-7
+    Y = np.zeros((30, 3))
+    Y[lab] = Yl
+    F, _ = m.propagate(U, Y, 0.95, tol=1e-13)  # eq. 3.19 iterates to (1−α)(I−αU)⁻¹y, not (3.18)'s solution
+    np.testing.assert_allclose(F, 0.05 * np.linalg.solve(np.eye(30) - 0.95 * U.toarray(), Y), atol=1e-9)
+
+
+def test_gwem_against_dense_brute_force():
+    X, y, W, lab, Yl = problem(n=40, seed=8)
+    F, _ = m.random_walk_em(W, lab, y[lab], 3, steps=4, self_loop=1.0, max_iter=500, tol=1e-13)
+    A = W.toarray() + np.eye(40)
+    P = A / A.sum(1, keepdims=True)
+    Pm = np.linalg.matrix_power(P, 4)
+    post = Pm / Pm.sum(0, keepdims=True)  # post[i, k] = P_{0|m}(i | k)
+    Q = np.full((40, 3), 1 / 3)
+    for _ in range(500):
+        R = np.zeros((40, len(lab)))
+        for j, k in enumerate(lab):
+            R[:, j] = Q[:, y[k]] * post[:, k]
+            R[:, j] /= R[:, j].sum()
+        newQ = np.zeros_like(Q)
+        for c in range(3):
+            newQ[:, c] = R[:, y[lab] == c].sum(1)
+        tot = newQ.sum(1, keepdims=True)
+        Q = np.where(tot > 0, newQ / np.where(tot > 0, tot, 1), 1 / 3)
+    np.testing.assert_allclose(F, post.T @ Q, atol=1e-8)
+
+
+def test_cluster_kernel_embedding_spans_leading_eigenvectors():
+    X, _ = blobs(500, seed=9)
+    W = knn_graph(X, GraphSpec(k=8))
+    V = m.cluster_kernel_embedding(W, 3, normalize_rows=False)  # n > 400: eigsh path
+    d = np.asarray(W.sum(1)).ravel()
+    S = W.toarray() / np.sqrt(np.outer(d, d))
+    top = np.linalg.eigh(S)[1][:, -3:]
+    proj = top @ (top.T @ V)  # same subspace (eigenvectors are defined up to rotation)
+    np.testing.assert_allclose(proj, V, atol=1e-6)
+
+
+ALL = ["gf", "tikreg", "lgc", "lnp", "ck", "gwem", "lelp", "llelp", "ltsalp", "lelpc", "llelpc", "ltsalpc"]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_recovers_two_moons_from_few_labels(name):
+    from sklearn.datasets import make_moons
+
+    X, y = make_moons(300, noise=0.06, random_state=0)
+    lab = np.concatenate([np.flatnonzero(y == 0)[:4], np.flatnonzero(y == 1)[:4]])
+    y_split = np.full(300, -1)
+    y_split[lab] = y[lab]
+    rest = np.setdiff1d(np.arange(300), lab)
+    split = SemiSupervisedSplit(X, y_split, 2, rest)
+    algo = registry.get(name)()
+    pred = algo.run(split, algo.Params(), Context.for_arrays(X))
+    error = np.mean(pred.labels[rest] != y[rest])
+    bar = {"ck": 0.15, "llelp": 0.25, "llelpc": 0.25}.get(name, 0.05)
+    assert error <= bar, f"{name}: error {error:.3f} on two moons"
+
+
+def test_graph_is_computed_once_per_context():
+    X, y, W, lab, Yl = problem()
+    ctx = Context.for_arrays(X)
+    y_split = np.full(len(y), -1)
+    y_split[lab] = y[lab]
+    split = SemiSupervisedSplit(X, y_split, 3, np.arange(len(y)))
+    for name in ("gf", "lgc", "tikreg"):
+        registry.get(name)().run(split, registry.get(name).Params(), ctx)
+    graph_keys = [k for k in ctx.cache.new_keys]
+    assert len(graph_keys) == 2  # one kNN list, one weight matrix, shared by the three methods
