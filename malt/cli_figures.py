@@ -1,0 +1,119 @@
+"""`malt plot`, `malt table` and `malt report`: figures, tables and a report page from stored results."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from malt.errors import MaltError
+
+
+def _filters(func):
+    for decorator in reversed([
+        click.option("--dataset", "datasets", multiple=True, help="Only these datasets (repeatable)."),
+        click.option("--task", "tasks", multiple=True, help="Only these tasks (repeatable)."),
+        click.option("--algo", "algos", multiple=True, help="Only these algorithms (repeatable)."),
+        click.option("--metric", "metrics", multiple=True, help="Only these metrics (repeatable)."),
+        click.option("--experiment", "experiments", multiple=True, help="Only these experiment ids (repeatable)."),
+        click.option("--where", "where", multiple=True,
+                     help="Only experiments whose task option matches, name=value (e.g. missing=0.3)."),
+    ]):
+        func = decorator(func)
+    return func
+
+
+def load_filtered(path, datasets=(), tasks=(), algos=(), metrics=(), experiments=(), where=()):
+    """ResultSet.load(path) restricted by the command-line filters; raises if nothing is left."""
+    from malt.plotting import option_matches
+    from malt.results import ResultSet
+
+    rs = ResultSet.load(path)
+    if rs.empty:
+        raise MaltError(f"No finished results in {path}; run `malt cv --repo {path} ...` first.")
+    frame = rs.frame
+    for column, chosen in (("dataset", datasets), ("task", tasks), ("algorithm", algos), ("metric", metrics),
+                           ("experiment", experiments)):
+        if chosen:
+            unknown = sorted(set(chosen) - set(frame[column]))
+            if unknown:
+                known = ", ".join(sorted(map(str, rs.frame[column].unique())))
+                raise MaltError(f"No results with {column} '{unknown[0]}' in {path}; it has: {known}.")
+            frame = frame[frame[column].isin(chosen)]
+    for item in where:
+        name, eq, value = item.partition("=")
+        if not eq or f"task.{name}" not in frame.columns:
+            raise MaltError(f"--where expects a task option name=value, got {item!r}.")
+        frame = frame[frame[f"task.{name}"].map(lambda v: option_matches(v, value))]
+    if frame.empty:
+        raise MaltError(f"No results in {path} match the filters.")
+    return type(rs)(frame.reset_index(drop=True), {k: v for k, v in rs.specs.items() if k in set(frame.experiment)},
+                    rs.failed)
+
+
+def register(main: click.Group) -> None:
+    main.add_command(plot)
+    main.add_command(table)
+    main.add_command(report)
+
+
+@click.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), default=Path("figures"), show_default=True,
+              help="Folder for the PNG and PDF files.")
+@click.option("--error", type=click.Choice(["std", "ci"]), default="std", show_default=True,
+              help="Error bars: std over folds, or a 95% Student-t interval of the mean.")
+@click.option("--format", "formats", multiple=True, type=click.Choice(["png", "pdf", "svg"]),
+              help="File formats (default: png and pdf).")
+@_filters
+def plot(path, out, error, formats, **filters):
+    """Figures of every experiment family and metric in PATH (a repository, results.h5 or a folder of repositories)."""
+    from malt.plotting import plot_all
+
+    rs = load_filtered(path, **filters)
+    outputs = plot_all(rs, out, error=error, formats=tuple(formats) or ("png", "pdf"))
+    for item in outputs:
+        click.echo(str(item.paths[0]))
+    click.echo(f"{len(outputs)} figure(s) written to {out}", err=True)
+
+
+@click.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["markdown", "latex", "csv", "html"]), default="markdown",
+              show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), help="Write to this file instead of stdout.")
+@_filters
+def table(path, fmt, out, **filters):
+    """'mean ± std' tables, best mean in bold, ties with the best (paired t-test) marked."""
+    import pandas as pd
+
+    from malt.tables import all_tables
+
+    metrics = list(filters["metrics"]) or None
+    rs = load_filtered(path, **filters)
+    tables = [t for _, group in all_tables(rs, metrics) for t in group]
+    if fmt == "csv":
+        text = pd.concat([t.to_frame() for t in tables], ignore_index=True).to_csv(index=False)
+    else:
+        text = "\n".join(t.render(fmt) for t in tables)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        click.echo(f"{len(tables)} table(s) written to {out}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+@click.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), default=Path("report"), show_default=True,
+              help="Folder for report.md, report.html and the figures.")
+@click.option("--error", type=click.Choice(["std", "ci"]), default="std", show_default=True)
+@_filters
+def report(path, out, error, **filters):
+    """One markdown + HTML page with every table and figure, the settings, versions and published numbers."""
+    from malt.report import write_report
+
+    rs = load_filtered(path, **filters)
+    md, page = write_report(rs, out, source=str(path), error=error, metrics=list(filters["metrics"]) or None)
+    click.echo(str(md))
+    click.echo(str(page))

@@ -1,0 +1,425 @@
+"""Publication-ready figures computed from a ResultSet alone.
+
+Experiments are grouped into *families*: the same dataset and task with the same task options
+except one swept setting (the task's ``settings``: missing fraction, labelled points, ...). Each
+family and metric gives one figure: the mean over folds with error bars (std or a 95 % t-interval),
+one line per algorithm setting. A family with a single setting gives a bar chart instead. Colours
+and markers are a deterministic function of the algorithm name, so an algorithm looks the same in
+every figure malt draws.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from malt.errors import MaltError
+from malt.tasks.base import METRICS, MetricInfo
+
+# Okabe–Ito colour-blind-safe colours first, then tab10 extras; fixed slots for malt's own algorithms.
+PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B",
+           "#7F7F7F", "#BCBD22", "#17BECF", "#9467BD"]
+MARKERS = ["o", "s", "^", "D", "v", "X", "P", "<", ">", "p", "h", "*"]
+KNOWN = ["bmr", "pma-gibbs", "mlknn", "iblr", "ccml", "mllr", "mlsvm", "pmf", "pma-map", "pma-exact", "ilmc",
+         "gpr", "column-mean", "gf", "mwem", "lnp", "lgc", "tikreg", "ck", "ltsalp", "gptm", "lda"]
+LINESTYLES = ["-", "--", ":", "-."]
+WIDTH_IN = 3.5  # single column
+HEIGHT_IN = 2.5
+
+SETTING_LABELS = {
+    "missing": ("Hidden entries", 100.0, "%"),
+    "labeled": ("Labelled training points", 1.0, ""),
+    "complete_rows": ("Fully observed rows", 1.0, ""),
+}
+
+
+def algorithm_style(name: str) -> dict:
+    """Colour and marker of an algorithm: fixed slots for known names, else from a hash of the name."""
+    if name in KNOWN:
+        slot = KNOWN.index(name)
+        colour = PALETTE[slot % len(PALETTE)]
+        marker = MARKERS[(slot + slot // len(PALETTE)) % len(MARKERS)]
+    else:
+        digest = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
+        colour = PALETTE[digest % len(PALETTE)]
+        marker = MARKERS[(digest // len(PALETTE)) % len(MARKERS)]
+    return {"color": colour, "marker": marker}
+
+
+def metric_info(name: str) -> MetricInfo:
+    from malt.tasks import tasks
+
+    tasks()  # registers every task's metric descriptions
+    return METRICS.get(name) or MetricInfo(name, name.replace("_", " "), "lower", False)
+
+
+def metric_axis_label(name: str) -> str:
+    info = metric_info(name)
+    unit = " (%)" if info.percent else ""
+    return f"{info.label}{unit}\n({info.better} is better)"
+
+
+def metric_scale(name: str) -> float:
+    return 100.0 if metric_info(name).percent else 1.0
+
+
+def setting_label(setting: str) -> tuple[str, float]:
+    label, scale, unit = SETTING_LABELS.get(setting, (setting.replace("_", " ").capitalize(), 1.0, ""))
+    return (f"{label} ({unit})" if unit else label), scale
+
+
+# ---- families ----------------------------------------------------------------------------------
+@dataclass
+class Family:
+    """Experiments that differ only in one swept task setting (``setting`` None: a single experiment)."""
+
+    dataset: str
+    task: str
+    setting: str | None
+    fixed: dict  # the task options shared by every experiment of the family
+    experiments: dict = field(default_factory=dict)  # experiment id -> value of the swept setting
+
+    @property
+    def swept(self) -> bool:
+        return self.setting is not None
+
+    def title(self) -> str:
+        return f"{self.dataset} · {self.task}"
+
+    def subtitle(self) -> str:
+        """The non-default fixed task options, e.g. 'missing=0.3, discard=True'."""
+        defaults = _task_defaults(self.task)
+        shown = {k: v for k, v in self.fixed.items() if k in defaults and not _same(v, defaults[k])}
+        shown.update({k: v for k, v in self.fixed.items() if k not in defaults})
+        return ", ".join(f"{k}={_fmt_value(v)}" for k, v in sorted(shown.items()))
+
+    def slug(self) -> str:
+        parts = [self.dataset, self.task]
+        if self.swept:
+            parts.append(f"by-{self.setting}")
+        sub = self.subtitle()
+        if sub:
+            parts.append(re.sub(r"[^A-Za-z0-9.=-]+", "_", sub.replace(", ", "_")))
+        return _safe("_".join(parts))
+
+
+def _safe(text: str) -> str:
+    text = re.sub(r"[^A-Za-z0-9._=-]+", "_", text)
+    if len(text) > 100:
+        text = text[:80] + "-" + hashlib.sha256(text.encode()).hexdigest()[:8]
+    return text
+
+
+def _fmt_value(value) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _same(a, b) -> bool:
+    if _missing(a) and _missing(b):
+        return True
+    try:
+        return bool(math.isclose(float(a), float(b)))
+    except (TypeError, ValueError):
+        return a == b
+
+
+def option_matches(stored, text: str) -> bool:
+    """Whether a stored task option equals a command-line/CSV value ('0.3', 'true', 'none')."""
+    if _missing(stored):
+        return text.strip().lower() in ("none", "null", "")
+    if isinstance(stored, (bool, np.bool_)) or str(stored) in ("True", "False"):
+        return str(stored).lower() == text.strip().lower()
+    try:
+        return abs(float(stored) - float(text)) < 1e-9
+    except (TypeError, ValueError):
+        return str(stored) == text.strip()
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _task_defaults(task: str) -> dict:
+    try:
+        from malt.tasks import get_task
+
+        return get_task(task).Params().to_dict()
+    except MaltError:  # an unknown task (results from a newer malt): show every option
+        return {}
+
+
+def families(rs) -> list[Family]:
+    """Group a ResultSet's experiments into families, one per (dataset, task, fixed options, swept setting).
+
+    An experiment belongs to every family in which its setting is swept over at least two values;
+    experiments in none are single-experiment families (drawn as bar charts).
+    """
+    frame = rs.frame
+    if frame.empty:
+        return []
+    option_cols = [c for c in frame.columns if c.startswith("task.")]
+    exps = frame.drop_duplicates("experiment").set_index("experiment")
+    out: list[Family] = []
+    covered: set[str] = set()
+    options = {}
+    for exp, row in exps.iterrows():  # the spec holds exactly the options of the experiment's task
+        task_params = rs.specs.get(exp, {}).get("task_params")
+        if task_params is None:
+            task_params = {c[5:]: row[c] for c in option_cols if not _missing(_clean(row[c]))}
+        options[exp] = {k: _clean(v) for k, v in task_params.items()}
+    by_task: dict[tuple, list[str]] = {}
+    for exp, row in exps.iterrows():
+        by_task.setdefault((row["dataset"], row["task"]), []).append(exp)
+    for (dataset, task), members in sorted(by_task.items()):
+        settings = _settings(rs, members, task)
+        for setting in settings:
+            groups: dict[str, list[str]] = {}
+            for exp in members:
+                value = options[exp].get(setting)
+                if _missing(value) or isinstance(value, bool):
+                    continue
+                key = repr(sorted((k, _key(v)) for k, v in options[exp].items() if k != setting))
+                groups.setdefault(key, []).append(exp)
+            for key, group in sorted(groups.items()):
+                values = {exp: options[exp][setting] for exp in group}
+                if len({_key(v) for v in values.values()}) < 2:
+                    continue
+                fixed = {k: v for k, v in options[group[0]].items() if k != setting}
+                out.append(Family(dataset, task, setting, fixed, dict(sorted(values.items(), key=lambda kv: kv[1]))))
+                covered.update(group)
+        for exp in members:
+            if exp not in covered:
+                out.append(Family(dataset, task, None, options[exp], {exp: None}))
+    return out
+
+
+def _settings(rs, members, task) -> list[str]:
+    for exp in members:
+        spec = rs.specs.get(exp, {})
+        if spec.get("settings"):
+            return list(spec["settings"])
+    try:
+        from malt.tasks import get_task
+
+        return list(get_task(task).settings)
+    except Exception:
+        return []
+
+
+def _clean(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _key(value):
+    if isinstance(value, float):
+        return round(value, 12)
+    return value
+
+
+# ---- statistics ----------------------------------------------------------------------------------
+def error_half_width(values: np.ndarray, error: str) -> float:
+    """Std over folds (ddof=1), or the half-width of a two-sided 95 % Student-t interval of the mean."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    n = len(values)
+    if n < 2:
+        return 0.0
+    std = float(np.std(values, ddof=1))
+    if error == "std":
+        return std
+    if error == "ci":
+        from scipy import stats
+
+        return float(stats.t.ppf(0.975, n - 1) * std / math.sqrt(n))
+    raise MaltError(f"Unknown error bar '{error}'; use 'std' or 'ci'.")
+
+
+def family_summary(rs, family: Family, metric: str, error: str = "std") -> pd.DataFrame:
+    """Per display (and setting value): algorithm, mean, err, folds — in display units."""
+    frame = rs.frame
+    frame = frame[frame["experiment"].isin(family.experiments) & (frame["metric"] == metric)]
+    scale = metric_scale(metric)
+    rows = []
+    for (exp, display), group in frame.groupby(["experiment", "display"], sort=True):
+        values = group["value"].to_numpy(dtype=float) * scale
+        rows.append({"experiment": exp, "setting": family.experiments[exp], "display": display,
+                     "algorithm": group["algorithm"].iloc[0], "mean": float(np.nanmean(values)),
+                     "err": error_half_width(values, error), "folds": int(np.isfinite(values).sum())})
+    return pd.DataFrame(rows, columns=["experiment", "setting", "display", "algorithm", "mean", "err", "folds"])
+
+
+def legend_labels(rs, displays: list[str]) -> dict[str, str]:
+    """Shortest unambiguous legend text per display: the algorithm name, plus the parameters that vary."""
+    frame = rs.frame.drop_duplicates("display").set_index("display")
+    params = [c for c in frame.columns if c.startswith("param.")]
+    out = {}
+    by_algo: dict[str, list[str]] = {}
+    for display in displays:
+        by_algo.setdefault(frame.loc[display, "algorithm"], []).append(display)
+    for algo, group in by_algo.items():
+        if len(group) == 1:
+            out[group[0]] = algo
+            continue
+        varying = [c for c in params
+                   if len({repr(_clean(frame.loc[d, c])) for d in group}) > 1]
+        for display in group:
+            parts = [f"{c[6:]}={_fmt_value(_clean(frame.loc[display, c]))}" for c in varying]
+            out[display] = f"{algo} ({', '.join(parts)})" if parts else display
+    return out
+
+
+# ---- drawing -------------------------------------------------------------------------------------
+def _style_matplotlib():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({
+        "font.size": 8, "axes.titlesize": 8.5, "axes.labelsize": 8, "xtick.labelsize": 7, "ytick.labelsize": 7,
+        "legend.fontsize": 7, "lines.linewidth": 1.3, "lines.markersize": 4.5, "errorbar.capsize": 2.5,
+        "axes.spines.top": False, "axes.spines.right": False, "pdf.fonttype": 42, "ps.fonttype": 42,
+        "savefig.dpi": 200, "figure.dpi": 100,
+    })
+    return plt
+
+
+def _line_styles(summary: pd.DataFrame) -> dict[str, dict]:
+    styles = {}
+    for algo, group in summary.groupby("algorithm", sort=True):
+        base = algorithm_style(algo)
+        for i, display in enumerate(sorted(group["display"].unique())):
+            styles[display] = dict(base, linestyle=LINESTYLES[i % len(LINESTYLES)])
+    return styles
+
+
+def _title(ax, family: Family):
+    sub = family.subtitle()
+    ax.set_title(family.title() + (f"\n{sub}" if sub else ""), loc="left")
+
+
+def _legend(ax, handles, labels):
+    """Below the axes, outside the data, in as many columns as fit a single column."""
+    if not handles:
+        return
+    longest = max(len(t) for t in labels)
+    ncol = max(1, min(len(labels), 3 if longest <= 12 else 2 if longest <= 22 else 1))
+    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=ncol, frameon=False,
+              handlelength=2.2, columnspacing=1.2)
+
+
+def plot_sweep(rs, family: Family, metric: str, error: str = "std"):
+    """Line plot of one family and metric; returns the matplotlib Figure."""
+    plt = _style_matplotlib()
+    summary = family_summary(rs, family, metric, error)
+    xlabel, xscale = setting_label(family.setting)
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN))
+    styles = _line_styles(summary)
+    labels = legend_labels(rs, sorted(summary["display"].unique()))
+    xs_all = sorted({float(v) * xscale for v in summary["setting"]})
+    span = (xs_all[-1] - xs_all[0]) if len(xs_all) > 1 else 1.0
+    order = sorted(summary["display"].unique(), key=lambda d: (summary.loc[summary.display == d, "algorithm"].iloc[0], d))
+    dodge = 0.02 * span
+    handles = []
+    for i, display in enumerate(order):
+        part = summary[summary["display"] == display].sort_values("setting")
+        offset = (i - (len(order) - 1) / 2) * dodge  # keeps overlapping error bars apart
+        x = part["setting"].astype(float).to_numpy() * xscale + offset
+        h = ax.errorbar(x, part["mean"].to_numpy(dtype=float), yerr=part["err"].to_numpy(dtype=float), label=labels[display], elinewidth=0.9,
+                        markeredgewidth=0.6, markerfacecolor="white" if styles[display]["linestyle"] != "-" else None,
+                        **styles[display])
+        handles.append(h)
+    ax.set_xticks(xs_all)
+    ax.set_xticklabels([_fmt_value(round(x, 6)) for x in xs_all])
+    ax.set_xlim(xs_all[0] - 0.08 * span, xs_all[-1] + 0.08 * span)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(metric_axis_label(metric))
+    ax.grid(True, axis="y", linewidth=0.4, alpha=0.5)
+    _title(ax, family)
+    _legend(ax, handles, [labels[d] for d in order])
+    return fig
+
+
+def plot_bars(rs, family: Family, metric: str, error: str = "std"):
+    """Horizontal bar chart of one experiment and metric (one bar per algorithm setting)."""
+    plt = _style_matplotlib()
+    summary = family_summary(rs, family, metric, error)
+    summary = summary.sort_values(["algorithm", "display"]).reset_index(drop=True)
+    labels = legend_labels(rs, list(summary["display"]))
+    styles = _line_styles(summary)
+    height = max(1.4, 0.8 + 0.26 * len(summary))
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, height))
+    y = np.arange(len(summary))[::-1]
+    ax.barh(y, summary["mean"], xerr=summary["err"], height=0.65,
+            color=[styles[d]["color"] for d in summary["display"]], alpha=0.85,
+            hatch=None, error_kw={"elinewidth": 0.9, "capsize": 2.5, "ecolor": "black"})
+    ax.set_yticks(y)
+    ax.set_yticklabels([labels[d] for d in summary["display"]])
+    ax.set_xlabel(metric_axis_label(metric).replace("\n", " "))
+    ax.grid(True, axis="x", linewidth=0.4, alpha=0.5)
+    ax.set_axisbelow(True)
+    hi = float(np.nanmax(summary["mean"] + summary["err"])) if len(summary) else 1.0
+    ax.set_xlim(0, hi * 1.08 if hi > 0 else 1.0)
+    _title(ax, family)
+    return fig
+
+
+@dataclass
+class PlotOutput:
+    family: Family
+    metric: str
+    figure: object  # matplotlib Figure (closed unless plot_all(keep=True))
+    paths: list[Path]
+
+
+def plot_all(rs, out: str | Path = "figures", *, error: str = "std", metrics: list[str] | None = None,
+             formats: tuple[str, ...] = ("png", "pdf"), keep: bool = False) -> list[PlotOutput]:
+    """Draw and save every family × metric figure of a ResultSet into ``out``."""
+    if rs.empty:
+        raise MaltError("No finished results to plot; run `malt cv` first (or check the filters).")
+    if error not in ("std", "ci"):
+        raise MaltError(f"Unknown error bar '{error}'; use 'std' or 'ci'.")
+    plt = _style_matplotlib()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    for family in families(rs):
+        frame = rs.frame[rs.frame["experiment"].isin(family.experiments)]
+        chosen = [m for m in _metric_order(frame["metric"].unique()) if metrics is None or m in metrics]
+        for metric in chosen:
+            fig = plot_sweep(rs, family, metric, error) if family.swept else plot_bars(rs, family, metric, error)
+            stem = f"{family.slug()}_{metric}"
+            paths = []
+            for fmt in formats:
+                path = out / f"{stem}.{fmt}"  # not with_suffix: slugs hold dots (missing=0.2)
+                fig.savefig(path, dpi=200, bbox_inches="tight", metadata=_metadata(fmt))
+                paths.append(path)
+            if not keep:
+                plt.close(fig)
+            results.append(PlotOutput(family, metric, fig, paths))
+    return results
+
+
+def _metadata(fmt: str) -> dict:
+    # fixed metadata keeps the files byte-stable across regenerations
+    if fmt == "pdf":
+        return {"Creator": "malt", "Producer": "malt", "CreationDate": None}
+    if fmt == "png":
+        return {"Software": "malt"}
+    return {}
+
+
+def _metric_order(names) -> list[str]:
+    """Metrics in registration order (the papers' order), unknown ones alphabetically after."""
+    metric_info("_")  # make sure metrics are registered
+    known = list(METRICS)
+    return sorted(names, key=lambda n: (known.index(n) if n in known else len(known), n))

@@ -1,0 +1,254 @@
+"""Result tables: 'mean ± std' cells, the best mean in bold, ties with the best marked.
+
+A single experiment gives one table (metrics × algorithm settings, the orientation of the
+dissertation's Tables 4.2–4.5); a family sweeping a setting gives one table per metric (algorithm
+settings × setting values, as Tables 4.6 and 5.1). In each row (single) or column (sweep) the best
+mean is bold, respecting whether lower or higher is better, and every other method whose per-fold
+values are not significantly different from the best's (paired t-test over folds, p ≥ 0.05) is
+marked with a dagger.
+"""
+from __future__ import annotations
+
+import html
+import io
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from malt.errors import MaltError
+from malt.plotting import (Family, _fmt_value, _metric_order, families, legend_labels, metric_info,
+                           metric_scale, setting_label)
+
+ALPHA = 0.05
+DAGGER = "†"
+
+
+@dataclass
+class Cell:
+    mean: float
+    std: float
+    folds: int
+    best: bool = False
+    tied: bool = False  # not significantly different from the best (p >= ALPHA)
+    p_value: float = float("nan")
+
+    def text(self) -> str:
+        return format_mean_std(self.mean, self.std)
+
+
+@dataclass
+class Table:
+    name: str  # file-name friendly identifier
+    caption: str
+    corner: str  # header of the row-label column
+    rows: list[str]
+    columns: list[str]
+    cells: dict = field(default_factory=dict)  # (row, column) -> Cell
+
+    # ---- renderers ---------------------------------------------------------------------------
+    def to_markdown(self) -> str:
+        lines = [f"**{self.caption}**", "", "| " + " | ".join([self.corner, *self.columns]) + " |",
+                 "|" + "|".join([":---"] + ["---:"] * len(self.columns)) + "|"]
+        for row in self.rows:
+            cells = [_md_cell(self.cells.get((row, col))) for col in self.columns]
+            lines.append("| " + " | ".join([row, *cells]) + " |")
+        return "\n".join(lines) + "\n"
+
+    def to_latex(self) -> str:
+        spec = "l" + "r" * len(self.columns)
+        out = ["\\begin{table}[t]", "\\centering", "\\small",
+               f"\\caption{{{_tex(self.caption)}}}", f"\\label{{tab:{self.name}}}",
+               f"\\begin{{tabular}}{{{spec}}}", "\\toprule",
+               " & ".join(_tex(c) for c in [self.corner, *self.columns]) + " \\\\", "\\midrule"]
+        for row in self.rows:
+            cells = [_tex_cell(self.cells.get((row, col))) for col in self.columns]
+            out.append(" & ".join([_tex(row), *cells]) + " \\\\")
+        out += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
+        return "\n".join(out) + "\n"
+
+    def to_html(self) -> str:
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in [self.corner, *self.columns])
+        body = []
+        for row in self.rows:
+            cells = "".join(f"<td>{_html_cell(self.cells.get((row, col)))}</td>" for col in self.columns)
+            body.append(f"<tr><th>{html.escape(row)}</th>{cells}</tr>")
+        return (f"<table><caption>{html.escape(self.caption)}</caption><thead><tr>{head}</tr></thead>"
+                f"<tbody>{''.join(body)}</tbody></table>\n")
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy: one line per cell with mean, std, folds, best, tied and the t-test's p-value."""
+        rows = [{"table": self.name, "row": r, "column": c, "mean": cell.mean, "std": cell.std,
+                 "folds": cell.folds, "best": cell.best, "tied_with_best": cell.tied, "p_value": cell.p_value}
+                for (r, c), cell in ((k, self.cells[k]) for k in
+                                     [(r, c) for r in self.rows for c in self.columns if (r, c) in self.cells])]
+        return pd.DataFrame(rows, columns=["table", "row", "column", "mean", "std", "folds", "best",
+                                           "tied_with_best", "p_value"])
+
+    def to_csv(self) -> str:
+        buffer = io.StringIO()
+        self.to_frame().to_csv(buffer, index=False)
+        return buffer.getvalue()
+
+    def render(self, fmt: str) -> str:
+        renderers = {"markdown": self.to_markdown, "latex": self.to_latex, "csv": self.to_csv, "html": self.to_html}
+        if fmt not in renderers:
+            raise MaltError(f"Unknown table format '{fmt}'; use one of {', '.join(renderers)}.")
+        return renderers[fmt]()
+
+
+def format_mean_std(mean: float, std: float) -> str:
+    if not math.isfinite(mean):
+        return "n/a"
+    digits = 1 if abs(mean) >= 10 else 2 if abs(mean) >= 1 else 3
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def _md_cell(cell: Cell | None) -> str:
+    if cell is None:
+        return "–"
+    text = cell.text()
+    return f"**{text}**" if cell.best else f"{text} {DAGGER}" if cell.tied else text
+
+
+def _tex(text: str) -> str:
+    for a, b in [("\\", "\\textbackslash{}"), ("&", "\\&"), ("%", "\\%"), ("_", "\\_"), ("#", "\\#"),
+                 ("$", "\\$"), ("{", "\\{"), ("}", "\\}"), ("±", "$\\pm$"), (DAGGER, "$^\\dagger$"),
+                 ("·", "$\\cdot$"), ("≥", "$\\geq$"), ("×", "$\\times$")]:
+        text = text.replace(a, b)
+    return text
+
+
+def _tex_cell(cell: Cell | None) -> str:
+    if cell is None:
+        return "--"
+    text = _tex(cell.text())
+    return f"\\textbf{{{text}}}" if cell.best else f"{text}$^\\dagger$" if cell.tied else text
+
+
+def _html_cell(cell: Cell | None) -> str:
+    if cell is None:
+        return "–"
+    text = html.escape(cell.text())
+    return f"<b>{text}</b>" if cell.best else f"{text} {DAGGER}" if cell.tied else text
+
+
+# ---- statistics ----------------------------------------------------------------------------------
+def paired_p_value(a: pd.Series, b: pd.Series) -> float:
+    """Two-sided paired t-test p-value over the folds both series (indexed by fold) have."""
+    from scipy import stats
+
+    joined = pd.concat([a.rename("a"), b.rename("b")], axis=1).dropna()
+    if len(joined) < 2:
+        return float("nan")
+    diff = (joined["a"] - joined["b"]).to_numpy(dtype=float)
+    if np.allclose(diff, diff[0], rtol=0, atol=1e-12):  # zero variance: identical, or always apart
+        return 1.0 if abs(diff[0]) <= 1e-12 else 0.0
+    return float(stats.ttest_rel(joined["a"], joined["b"]).pvalue)
+
+
+def mark_best(cells: dict, per_fold: dict, better: str) -> None:
+    """Bold the best mean among ``cells`` (key -> Cell) and mark the ones tied with it."""
+    finite = {k: c for k, c in cells.items() if math.isfinite(c.mean)}
+    if not finite:
+        return
+    pick = min if better == "lower" else max
+    best_key = pick(finite, key=lambda k: finite[k].mean)
+    best_mean = finite[best_key].mean
+    for key, cell in finite.items():
+        if math.isclose(cell.mean, best_mean, rel_tol=1e-12, abs_tol=1e-15):
+            cell.best = True
+            continue
+        cell.p_value = paired_p_value(per_fold[best_key], per_fold[key])
+        cell.tied = bool(cell.p_value >= ALPHA)
+
+
+def _per_fold(frame: pd.DataFrame, scale: float) -> pd.Series:
+    return frame.groupby("fold")["value"].mean() * scale
+
+
+def _cell(values: pd.Series) -> Cell:
+    v = values.to_numpy(dtype=float)
+    v = v[np.isfinite(v)]
+    mean = float(v.mean()) if len(v) else float("nan")
+    std = float(v.std(ddof=1)) if len(v) > 1 else 0.0
+    return Cell(mean, std, len(v))
+
+
+# ---- building ------------------------------------------------------------------------------------
+def _caption_tail(folds: set[int]) -> str:
+    n = "/".join(str(f) for f in sorted(folds)) if folds else "0"
+    return (f"Mean ± std over {n} folds. Bold: best mean; {DAGGER}: not significantly different from "
+            f"the best (paired t-test over folds, p ≥ {ALPHA:g}).")
+
+
+def experiment_table(rs, family: Family, metrics: list[str] | None = None) -> Table:
+    """Metrics × algorithm settings for one experiment; best per metric (row)."""
+    exp = next(iter(family.experiments))
+    frame = rs.frame[rs.frame["experiment"] == exp]
+    displays = sorted(frame["display"].unique(), key=lambda d: (frame.loc[frame.display == d, "algorithm"].iloc[0], d))
+    labels = legend_labels(rs, displays)
+    chosen = [m for m in _metric_order(frame["metric"].unique()) if metrics is None or m in metrics]
+    rows, cells, folds = [], {}, set()
+    for metric in chosen:
+        info = metric_info(metric)
+        scale = metric_scale(metric)
+        row = f"{info.label}{' (%)' if info.percent else ''} {'↓' if info.better == 'lower' else '↑'}"
+        rows.append(row)
+        mine, per_fold = {}, {}
+        for display in displays:
+            part = frame[(frame["display"] == display) & (frame["metric"] == metric)]
+            if part.empty:
+                continue
+            per_fold[display] = _per_fold(part, scale)
+            mine[display] = _cell(per_fold[display])
+            folds.add(mine[display].folds)
+        mark_best(mine, per_fold, info.better)
+        cells.update({(row, labels[d]): c for d, c in mine.items()})
+    sub = family.subtitle()
+    caption = f"{family.dataset}, {family.task}{' (' + sub + ')' if sub else ''}. ↓/↑: lower/higher is better. " \
+              + _caption_tail(folds)
+    return Table(family.slug(), caption, "metric", rows, [labels[d] for d in displays], cells)
+
+
+def sweep_tables(rs, family: Family, metrics: list[str] | None = None) -> list[Table]:
+    """One table per metric: algorithm settings × values of the swept setting; best per column."""
+    frame = rs.frame[rs.frame["experiment"].isin(family.experiments)]
+    displays = sorted(frame["display"].unique(), key=lambda d: (frame.loc[frame.display == d, "algorithm"].iloc[0], d))
+    labels = legend_labels(rs, displays)
+    xlabel, xscale = setting_label(family.setting)
+    columns = {exp: _fmt_value(round(float(v) * xscale, 6)) for exp, v in family.experiments.items()}
+    out = []
+    for metric in [m for m in _metric_order(frame["metric"].unique()) if metrics is None or m in metrics]:
+        info = metric_info(metric)
+        scale = metric_scale(metric)
+        cells, folds = {}, set()
+        for exp, column in columns.items():
+            mine, per_fold = {}, {}
+            for display in displays:
+                part = frame[(frame["experiment"] == exp) & (frame["display"] == display) & (frame["metric"] == metric)]
+                if part.empty:
+                    continue
+                per_fold[display] = _per_fold(part, scale)
+                mine[display] = _cell(per_fold[display])
+                folds.add(mine[display].folds)
+            mark_best(mine, per_fold, info.better)
+            cells.update({(labels[d], column): c for d, c in mine.items()})
+        sub = family.subtitle()
+        caption = (f"{family.dataset}, {family.task}{' (' + sub + ')' if sub else ''}: "
+                   f"{info.label}{' (%)' if info.percent else ''}, {info.better} is better, by {xlabel.lower()}. "
+                   + _caption_tail(folds))
+        out.append(Table(f"{family.slug()}_{metric}", caption, "algorithm", [labels[d] for d in displays],
+                         list(dict.fromkeys(columns.values())), cells))
+    return out
+
+
+def all_tables(rs, metrics: list[str] | None = None) -> list[tuple[Family, list[Table]]]:
+    if rs.empty:
+        raise MaltError("No finished results to tabulate; run `malt cv` first (or check the filters).")
+    out = []
+    for family in families(rs):
+        tables = sweep_tables(rs, family, metrics) if family.swept else [experiment_table(rs, family, metrics)]
+        out.append((family, [t for t in tables if t.rows]))
+    return out

@@ -1,0 +1,92 @@
+"""Tables: bold on the best mean (respecting the metric's direction), ties by a paired t-test."""
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from scipy import stats
+
+from malt.cli import main
+from malt.cli_figures import register
+from malt.results import ResultSet
+
+register(main)
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tables") / "repo"
+    for missing in ("0", "0.3"):
+        result = CliRunner().invoke(main, ["cv", "--repo", str(path), "--quiet", "--dataset", "synthetic-multilabel",
+                                           "--folds", "3", "--algo", "mllr", "--algo", "mlsvm",
+                                           "--param", "C=0.01,1", "--missing", missing])
+        assert result.exit_code == 0, result.output
+    return path
+
+
+def _expected(frame: pd.DataFrame, metric: str, better: str) -> tuple[str, set[str]]:
+    """Best display and the displays not significantly different from it, computed from the raw folds."""
+    part = frame[frame.metric == metric].pivot_table(index="fold", columns="display", values="value")
+    means = part.mean()
+    best = means.idxmin() if better == "lower" else means.idxmax()
+    tied = {d for d in part.columns if d != best and stats.ttest_rel(part[best], part[d]).pvalue >= 0.05}
+    return best, tied
+
+
+def _label(display: str, frame: pd.DataFrame) -> str:  # the legend text: 'mllr (C=0.01)'
+    row = frame[frame.display == display].iloc[0]
+    return f"{row['algorithm']} (C={float(row['param.C']):g})"
+
+
+@pytest.mark.parametrize("metric,better", [("ranking_loss", "lower"), ("average_precision", "higher")])
+def test_sweep_table_bolds_best_and_marks_ties(repo, metric, better):
+    from malt.plotting import families
+    from malt.tables import sweep_tables
+
+    rs = ResultSet.load(repo)
+    (family,) = families(rs)
+    (table,) = sweep_tables(rs, family, [metric])
+    assert table.columns == ["0", "30"]
+    for column, missing in (("0", 0.0), ("30", 0.3)):
+        frame = rs.frame[rs.frame["task.missing"] == missing]
+        best, tied = _expected(frame, metric, better)
+        bold = [row for row in table.rows if table.cells[(row, column)].best]
+        assert bold == [_label(best, frame)]
+        assert {row for row in table.rows if table.cells[(row, column)].tied} == {_label(d, frame) for d in tied}
+    markdown = table.to_markdown()
+    best0, _ = _expected(rs.frame[rs.frame["task.missing"] == 0.0], metric, better)
+    line = next(l for l in markdown.splitlines() if l.startswith(f"| {_label(best0, rs.frame)} |"))
+    assert line.split("|")[2].strip().startswith("**") and "p ≥ 0.05" in markdown
+    assert "\\textbf{" in table.to_latex()
+
+
+def test_table_cli_formats(repo, tmp_path):
+    runner = CliRunner()
+    md = runner.invoke(main, ["table", str(repo), "--metric", "one_error", "--where", "missing=0"])
+    assert md.exit_code == 0, md.output
+    # a single experiment: metrics × algorithm settings, the published tables' orientation
+    assert "| metric | mllr (C=1) | mllr (C=0.01) | mlsvm (C=1) | mlsvm (C=0.01) |" in md.output
+    assert md.output.count("**") >= 2 + 2  # caption + one bold cell
+    csv = runner.invoke(main, ["table", str(repo), "--format", "csv", "--metric", "coverage"])
+    frame = pd.read_csv(pd.io.common.StringIO(csv.output))
+    assert set(frame.columns) >= {"row", "column", "mean", "std", "best", "tied_with_best", "p_value"}
+    assert frame.groupby("column")["best"].sum().tolist() == [1, 1]
+    tex = runner.invoke(main, ["table", str(repo), "--format", "latex", "--metric", "coverage"])
+    assert tex.output.count("\\begin{table}") == 1 and "$\\pm$" in tex.output
+
+
+def test_report_puts_published_numbers_beside_ours(repo, tmp_path):
+    from malt.report import published, write_report
+
+    reference = published()
+    assert len(reference) == 200
+    row = reference[(reference.source == "Agovic 2011, Table 4.4") & (reference.algorithm == "mllr")
+                     & (reference.metric == "one_error")].iloc[0]
+    assert (row["mean"], row["std"], row["dataset"]) == ("32.2", "5.4", "emotions")
+    md, page = write_report(ResultSet.load(repo), tmp_path / "report")
+    text = md.read_text()
+    assert "![" in text and "Algorithm settings and versions" in text and page.read_text().startswith("<!DOCTYPE")
+    for link in re.findall(r"\]\((figures/[^)]+)\)", text):
+        assert (tmp_path / "report" / link).stat().st_size > 5000
