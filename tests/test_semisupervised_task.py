@@ -1,0 +1,84 @@
+"""The semisupervised task: fold protocol, labelled-point draw and scoring, and one CLI run."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from malt.datasets.dataset import Dataset
+from malt.errors import DataError
+from malt.splits import Prediction
+from malt.tasks import get_task
+from malt.tasks.semisupervised import labeled_points
+from tests.conftest import require_data
+
+
+def dataset(n=103, classes=4, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, classes, n)
+    y[:classes] = np.arange(classes)
+    return Dataset("toy", {"X": rng.normal(size=(n, 3)) + y[:, None], "y": y})
+
+
+def test_folds_partition_and_labelled_points_come_from_other_folds():
+    d, task = dataset(), get_task("semisupervised")
+    P = task.Params(labeled=12)
+    seen = []
+    for fold in range(task.n_folds(d, P)):
+        s = task.split(d, P, fold)
+        lab = np.flatnonzero(s.y >= 0)
+        assert len(lab) == 12
+        assert not np.intersect1d(lab, s.evaluate).size
+        np.testing.assert_array_equal(s.y[lab], d["y"][lab])
+        assert set(s.y[lab]) == {0, 1, 2, 3}  # every class appears
+        assert s.n_classes == 4 and s.X.shape[0] == 103  # transductive: all points
+        seen.append(s.evaluate)
+    np.testing.assert_array_equal(np.sort(np.concatenate(seen)), np.arange(103))
+
+
+def test_larger_budgets_label_supersets_and_splits_are_reproducible():
+    d, task = dataset(), get_task("semisupervised")
+    small = task.split(d, task.Params(labeled=10), 2)
+    large = task.split(d, task.Params(labeled=30), 2)
+    assert set(np.flatnonzero(small.y >= 0)) <= set(np.flatnonzero(large.y >= 0))
+    again = task.split(d, task.Params(labeled=10), 2)
+    np.testing.assert_array_equal(small.y, again.y)
+    other = task.split(d, task.Params(labeled=10, seed=1), 2)
+    assert not np.array_equal(small.y, other.y)
+
+
+def test_labeled_points_with_fewer_slots_than_classes():
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(5), 4)
+    got = labeled_points(np.arange(20), y, 3, rng)
+    assert len(got) == 3 and len(set(y[got])) == 3
+
+
+def test_score_is_the_error_rate_on_the_evaluated_fold():
+    d, task = dataset(), get_task("semisupervised")
+    P = task.Params(labeled=10)
+    s = task.split(d, P, 0)
+    labels = d["y"].copy()
+    wrong = s.evaluate[:5]
+    labels[wrong] = (labels[wrong] + 1) % 4
+    labels[np.flatnonzero(s.y >= 0)] = 0  # errors outside the fold are not counted
+    assert task.score(d, P, s, Prediction(labels=labels)) == {"error": pytest.approx(5 / len(s.evaluate))}
+
+
+def test_bad_inputs_get_clear_errors():
+    task = get_task("semisupervised")
+    with pytest.raises(DataError, match="needs features X and class ids y"):
+        task.check(Dataset("noy", {"X": np.zeros((5, 2))}), task.Params())
+    with pytest.raises(DataError, match="too large"):
+        task.check(dataset(n=20), task.Params(labeled=50))
+
+
+def test_cli_runs_gf_on_iris(tmp_path):
+    root = require_data("uci/iris/iris.data")
+    from tests.helpers import run_malt
+
+    env = {"MALT_DATA": str(root)}
+    out = run_malt("cv", "--task", "semisupervised", "--labeled", "30", "--algo", "gf", "--dataset", "iris",
+                   "--repo", str(tmp_path), "--quiet", env=env)
+    exp = out.stdout.strip().splitlines()[-1]
+    shown = run_malt("show", exp, "--repo", str(tmp_path), "--format", "csv", env=env).stdout
+    assert "error" in shown and "gf" in shown
