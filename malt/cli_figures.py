@@ -81,16 +81,24 @@ def plot(path, out, error, formats, **filters):
 @click.option("--format", "fmt", type=click.Choice(["markdown", "latex", "csv", "html"]), default="markdown",
               show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), help="Write to this file instead of stdout.")
+@click.option("--across-datasets", is_flag=True,
+              help="Datasets × algorithms per metric (experiments with the same task options on several datasets).")
 @_filters
-def table(path, fmt, out, **filters):
+def table(path, fmt, out, across_datasets, **filters):
     """'mean ± std' tables, best mean in bold, ties with the best (paired t-test) marked."""
     import pandas as pd
 
-    from malt.tables import all_tables
+    from malt.tables import all_tables, dataset_tables
 
     metrics = list(filters["metrics"]) or None
     rs = load_filtered(path, **filters)
-    tables = [t for _, group in all_tables(rs, metrics) for t in group]
+    if across_datasets:
+        tables = dataset_tables(rs, metrics)
+        if not tables:
+            raise MaltError("--across-datasets needs experiments with the same task options on two or more "
+                            "datasets (and no swept setting); none match.")
+    else:
+        tables = [t for _, group in all_tables(rs, metrics) for t in group]
     if fmt == "csv":
         text = pd.concat([t.to_frame() for t in tables], ignore_index=True).to_csv(index=False)
     else:

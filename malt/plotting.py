@@ -28,6 +28,7 @@ MARKERS = ["o", "s", "^", "D", "v", "X", "P", "<", ">", "p", "h", "*"]
 KNOWN = ["bmr", "pma-gibbs", "mlknn", "iblr", "ccml", "mllr", "mlsvm", "pmf", "pma-map", "pma-exact", "ilmc",
          "gpr", "column-mean", "gf", "mwem", "lnp", "lgc", "tikreg", "ck", "ltsalp", "gptm", "lda"]
 LINESTYLES = ["-", "--", ":", "-."]
+HATCHES = [None, "////", "....", "xxxx"]  # bars: the k-th setting of an algorithm
 WIDTH_IN = 3.5  # single column
 HEIGHT_IN = 2.5
 
@@ -359,9 +360,15 @@ def plot_bars(rs, family: Family, metric: str, error: str = "std"):
     height = max(1.4, 0.8 + 0.26 * len(summary))
     fig, ax = plt.subplots(figsize=(WIDTH_IN, height))
     y = np.arange(len(summary))[::-1]
-    ax.barh(y, summary["mean"], xerr=summary["err"], height=0.65,
-            color=[styles[d]["color"] for d in summary["display"]], alpha=0.85,
-            hatch=None, error_kw={"elinewidth": 0.9, "capsize": 2.5, "ecolor": "black"})
+    colours = [styles[d]["color"] for d in summary["display"]]
+    hatches = [HATCHES[LINESTYLES.index(styles[d]["linestyle"])] for d in summary["display"]]
+    bars = ax.barh(y, summary["mean"].to_numpy(dtype=float), height=0.65, color=colours, alpha=0.55,
+                   edgecolor=colours, linewidth=0.8)
+    for bar, hatch in zip(bars, hatches):
+        bar.set_hatch(hatch)
+    # error bars drawn separately so they stay opaque over the translucent bars
+    ax.errorbar(summary["mean"].to_numpy(dtype=float), y, xerr=summary["err"].to_numpy(dtype=float), fmt="none",
+                ecolor="black", elinewidth=0.9, capsize=2.5)
     ax.set_yticks(y)
     ax.set_yticklabels([labels[d] for d in summary["display"]])
     ax.set_xlabel(metric_axis_label(metric).replace("\n", " "))

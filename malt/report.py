@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from malt.plotting import _fmt_value, families, metric_info, metric_scale, option_matches, plot_all
-from malt.tables import all_tables, format_mean_std
+from malt.tables import all_tables, dataset_tables, format_mean_std
 
 PUBLISHED_COLUMNS = ["source", "dataset", "task", "setting", "algorithm", "printed", "metric", "mean", "std"]
 
@@ -64,7 +64,7 @@ def comparison(rs, family_experiments=None, reference: pd.DataFrame | None = Non
                 std = float(values.std(ddof=1)) if len(values) > 1 else 0.0
                 rows.append({"source": ref["source"], "dataset": ref["dataset"], "setting": ref["setting"],
                              "printed": ref["printed"], "display": display, "metric": ref["metric"],
-                             "ours": format_mean_std(float(values.mean()), std),
+                             "ours": format_mean_std(float(values.mean()), std, metric_info(ref["metric"]).percent),
                              "published": f"{ref['mean']} ± {ref['std']}",
                              "difference": f"{values.mean() - float(ref['mean']):+.2g}", "folds": len(values)})
     return pd.DataFrame(rows, columns=["source", "dataset", "setting", "printed", "display", "metric", "ours",
@@ -125,6 +125,10 @@ def write_report(rs, out: str | Path = "report", *, source: str = "", error: str
                                   for m in view["metric"]]
                 blocks.append(("simple", f"Published numbers beside ours — {src} ({family.dataset}); "
                                          "'printed' is the paper's name, 'display' ours", view))
+    across = dataset_tables(rs, metrics)
+    if across:
+        blocks.append(("h", 2, "Across datasets"))
+        blocks.extend(("table", table) for table in across)
     if not rs.failed.empty:
         blocks.append(("h", 2, "Failed units"))
         view = rs.failed[["experiment", "display", "fold", "error"]].copy()

@@ -33,9 +33,10 @@ class Cell:
     best: bool = False
     tied: bool = False  # not significantly different from the best (p >= ALPHA)
     p_value: float = float("nan")
+    percent: bool = False
 
     def text(self) -> str:
-        return format_mean_std(self.mean, self.std)
+        return format_mean_std(self.mean, self.std, self.percent)
 
 
 @dataclass
@@ -98,10 +99,11 @@ class Table:
         return renderers[fmt]()
 
 
-def format_mean_std(mean: float, std: float) -> str:
+def format_mean_std(mean: float, std: float, percent: bool = False) -> str:
+    """'26.7 ± 0.8': one decimal for percentages (as the papers print them), else 3 significant digits."""
     if not math.isfinite(mean):
         return "n/a"
-    digits = 1 if abs(mean) >= 10 else 2 if abs(mean) >= 1 else 3
+    digits = 1 if percent or abs(mean) >= 10 else 2 if abs(mean) >= 1 else 3
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
@@ -168,12 +170,12 @@ def _per_fold(frame: pd.DataFrame, scale: float) -> pd.Series:
     return frame.groupby("fold")["value"].mean() * scale
 
 
-def _cell(values: pd.Series) -> Cell:
+def _cell(values: pd.Series, percent: bool = False) -> Cell:
     v = values.to_numpy(dtype=float)
     v = v[np.isfinite(v)]
     mean = float(v.mean()) if len(v) else float("nan")
     std = float(v.std(ddof=1)) if len(v) > 1 else 0.0
-    return Cell(mean, std, len(v))
+    return Cell(mean, std, len(v), percent=percent)
 
 
 # ---- building ------------------------------------------------------------------------------------
@@ -202,7 +204,7 @@ def experiment_table(rs, family: Family, metrics: list[str] | None = None) -> Ta
             if part.empty:
                 continue
             per_fold[display] = _per_fold(part, scale)
-            mine[display] = _cell(per_fold[display])
+            mine[display] = _cell(per_fold[display], info.percent)
             folds.add(mine[display].folds)
         mark_best(mine, per_fold, info.better)
         cells.update({(row, labels[d]): c for d, c in mine.items()})
@@ -231,7 +233,7 @@ def sweep_tables(rs, family: Family, metrics: list[str] | None = None) -> list[T
                 if part.empty:
                     continue
                 per_fold[display] = _per_fold(part, scale)
-                mine[display] = _cell(per_fold[display])
+                mine[display] = _cell(per_fold[display], info.percent)
                 folds.add(mine[display].folds)
             mark_best(mine, per_fold, info.better)
             cells.update({(labels[d], column): c for d, c in mine.items()})
@@ -251,4 +253,49 @@ def all_tables(rs, metrics: list[str] | None = None) -> list[tuple[Family, list[
     for family in families(rs):
         tables = sweep_tables(rs, family, metrics) if family.swept else [experiment_table(rs, family, metrics)]
         out.append((family, [t for t in tables if t.rows]))
+    return out
+
+
+def dataset_tables(rs, metrics: list[str] | None = None) -> list[Table]:
+    """Datasets × algorithm settings, one table per metric and (task, options) shared by several datasets.
+
+    The layout of the dissertation's Figures 3.4/3.5: single experiments (no swept setting) with the
+    same task options on different datasets; the best mean per dataset (row) is bold.
+    """
+    groups: dict[tuple, list[Family]] = {}
+    for family in families(rs):
+        if not family.swept:
+            key = (family.task, repr(sorted((k, repr(v)) for k, v in family.fixed.items())))
+            groups.setdefault(key, []).append(family)
+    out = []
+    for (task, _), members in sorted(groups.items()):
+        if len({f.dataset for f in members}) < 2 or len({f.dataset for f in members}) != len(members):
+            continue
+        exps = {next(iter(f.experiments)): f.dataset for f in members}
+        frame = rs.frame[rs.frame["experiment"].isin(exps)]
+        displays = sorted(frame["display"].unique(),
+                          key=lambda d: (frame.loc[frame.display == d, "algorithm"].iloc[0], d))
+        labels = legend_labels(rs, displays)
+        for metric in [m for m in _metric_order(frame["metric"].unique()) if metrics is None or m in metrics]:
+            info = metric_info(metric)
+            scale = metric_scale(metric)
+            cells, folds, rows = {}, set(), []
+            for exp, dataset in sorted(exps.items(), key=lambda kv: kv[1]):
+                rows.append(dataset)
+                mine, per_fold = {}, {}
+                for display in displays:
+                    part = frame[(frame["experiment"] == exp) & (frame["display"] == display)
+                                 & (frame["metric"] == metric)]
+                    if part.empty:
+                        continue
+                    per_fold[display] = _per_fold(part, scale)
+                    mine[display] = _cell(per_fold[display], info.percent)
+                    folds.add(mine[display].folds)
+                mark_best(mine, per_fold, info.better)
+                cells.update({(dataset, labels[d]): c for d, c in mine.items()})
+            sub = members[0].subtitle()
+            caption = (f"{task}{' (' + sub + ')' if sub else ''}: {info.label}{' (%)' if info.percent else ''}, "
+                       f"{info.better} is better, per dataset. " + _caption_tail(folds))
+            name = f"{task}_across-datasets_{metric}" + (f"_{members[0].slug().split('_', 2)[-1]}" if sub else "")
+            out.append(Table(name, caption, "dataset", rows, [labels[d] for d in displays], cells))
     return out
