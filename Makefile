@@ -30,3 +30,6 @@ bench: install
 
 clean:
 	rm -rf $(DEMO) figures .pytest_cache
+
+# make figures / figures-quick / table-4-4 ...: the reproductions (see figures.mk)
+include figures.mk

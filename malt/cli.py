@@ -394,5 +394,9 @@ def _print_table(headers, rows):
         click.echo("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
 
 
+from malt.cli_figures import register as _register_figure_commands  # noqa: E402  (plot, table, report)
+
+_register_figure_commands(main)
+
 if __name__ == "__main__":
     main()
