@@ -81,7 +81,7 @@ table-4-7: install
 	  $(if $(call algos,$(T47_ALGOS)),$(CV) $(call algoflags,$(T47_ALGOS)) --dataset $$d --task multilabel --missing 0.3 || exit 1;) \
 	  $(if $(call algos,$(T47D_ALGOS)),$(CV) $(call algoflags,$(T47D_ALGOS)) --dataset $$d --task multilabel --missing 0.3 --discard || exit 1;) \
 	  true; done
-	$(call tables,table-4-7,--task multilabel --where missing=0.3 $(foreach a,$(call algos,$(T47_ALGOS) $(T47D_ALGOS)),--algo $(a)) $(ML_METRICS))
+	$(call tables,table-4-7,--task multilabel --where missing=0.3 --combine discard $(foreach a,$(call algos,$(T47_ALGOS) $(T47D_ALGOS)),--algo $(a)) $(ML_METRICS))
 
 # Table 5.1: recovering hidden labels with PMA and its competitors, emotions and scene.
 table-5-1: install

@@ -83,12 +83,14 @@ def plot(path, out, error, formats, **filters):
 @click.option("--out", type=click.Path(path_type=Path), help="Write to this file instead of stdout.")
 @click.option("--across-datasets", is_flag=True,
               help="Datasets × algorithms per metric (experiments with the same task options on several datasets).")
+@click.option("--combine", "combine", metavar="OPTION",
+              help="Put experiments that differ only in this task option side by side (e.g. discard: Table 4.7).")
 @_filters
-def table(path, fmt, out, across_datasets, **filters):
+def table(path, fmt, out, across_datasets, combine, **filters):
     """'mean ± std' tables, best mean in bold, ties with the best (paired t-test) marked."""
     import pandas as pd
 
-    from malt.tables import all_tables, dataset_tables
+    from malt.tables import all_tables, combined_tables, dataset_tables
 
     metrics = list(filters["metrics"]) or None
     rs = load_filtered(path, **filters)
@@ -97,6 +99,11 @@ def table(path, fmt, out, across_datasets, **filters):
         if not tables:
             raise MaltError("--across-datasets needs experiments with the same task options on two or more "
                             "datasets (and no swept setting); none match.")
+    elif combine:
+        tables = combined_tables(rs, combine, metrics)
+        if not tables:
+            raise MaltError(f"--combine {combine}: no experiments in {path} share everything but the task option "
+                            f"'{combine}'.")
     else:
         tables = [t for _, group in all_tables(rs, metrics) for t in group]
     if fmt == "csv":

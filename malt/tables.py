@@ -185,12 +185,20 @@ def _caption_tail(folds: set[int]) -> str:
             f"the best (paired t-test over folds, p ≥ {ALPHA:g}).")
 
 
-def experiment_table(rs, family: Family, metrics: list[str] | None = None) -> Table:
-    """Metrics × algorithm settings for one experiment; best per metric (row)."""
-    exp = next(iter(family.experiments))
-    frame = rs.frame[rs.frame["experiment"] == exp]
+def experiment_table(rs, family: Family, metrics: list[str] | None = None,
+                     columns: dict[str, str] | None = None) -> Table:
+    """Metrics × algorithm settings for one experiment; best per metric (row).
+
+    ``columns`` (experiment -> label suffix) puts several experiments side by side instead, e.g. the
+    dissertation's Table 4.7 (BMR beside the '-D' variants trained on fully labelled rows only).
+    """
+    columns = columns or {next(iter(family.experiments)): ""}
+    frame = rs.frame[rs.frame["experiment"].isin(columns)]
     displays = sorted(frame["display"].unique(), key=lambda d: (frame.loc[frame.display == d, "algorithm"].iloc[0], d))
     labels = legend_labels(rs, displays)
+    keys = [(exp, d) for exp in columns for d in displays
+            if not frame[(frame.experiment == exp) & (frame.display == d)].empty]
+    names = {(exp, d): labels[d] + columns[exp] for exp, d in keys}
     chosen = [m for m in _metric_order(frame["metric"].unique()) if metrics is None or m in metrics]
     rows, cells, folds = [], {}, set()
     for metric in chosen:
@@ -199,19 +207,55 @@ def experiment_table(rs, family: Family, metrics: list[str] | None = None) -> Ta
         row = f"{info.label}{' (%)' if info.percent else ''} {'↓' if info.better == 'lower' else '↑'}"
         rows.append(row)
         mine, per_fold = {}, {}
-        for display in displays:
-            part = frame[(frame["display"] == display) & (frame["metric"] == metric)]
+        for exp, display in keys:
+            part = frame[(frame["experiment"] == exp) & (frame["display"] == display) & (frame["metric"] == metric)]
             if part.empty:
                 continue
-            per_fold[display] = _per_fold(part, scale)
-            mine[display] = _cell(per_fold[display], info.percent)
-            folds.add(mine[display].folds)
+            per_fold[(exp, display)] = _per_fold(part, scale)
+            mine[(exp, display)] = _cell(per_fold[(exp, display)], info.percent)
+            folds.add(mine[(exp, display)].folds)
         mark_best(mine, per_fold, info.better)
-        cells.update({(row, labels[d]): c for d, c in mine.items()})
+        cells.update({(row, names[k]): c for k, c in mine.items()})
     sub = family.subtitle()
     caption = f"{family.dataset}, {family.task}{' (' + sub + ')' if sub else ''}. ↓/↑: lower/higher is better. " \
               + _caption_tail(folds)
-    return Table(family.slug(), caption, "metric", rows, [labels[d] for d in displays], cells)
+    return Table(family.slug(), caption, "metric", rows, list(dict.fromkeys(names[k] for k in keys)), cells)
+
+
+def combined_tables(rs, option: str, metrics: list[str] | None = None) -> list[Table]:
+    """Experiments that differ only in task option ``option`` side by side, one table per group.
+
+    Columns are the algorithm settings, suffixed with the option's value ('-D' style for booleans:
+    ``mllr (discard)`` for discard=True). Folds are paired across the experiments, which is valid
+    when the option leaves the fold assignment alone (as ``discard`` does).
+    """
+    groups: dict[tuple, list[Family]] = {}
+    for family in families(rs):  # every experiment as its own one-member family
+        for exp, value in family.experiments.items():
+            fixed = dict(family.fixed, **({family.setting: value} if family.swept else {}))
+            if option not in fixed:
+                continue
+            rest = repr(sorted((k, repr(v)) for k, v in fixed.items() if k != option))
+            members = groups.setdefault((family.dataset, family.task, rest), [])
+            if all(exp not in m.experiments for m in members):
+                members.append(Family(family.dataset, family.task, None, fixed, {exp: None}))
+    out = []
+    for _, members in sorted(groups.items()):
+        if len(members) < 2:
+            continue
+        members.sort(key=lambda f: repr(f.fixed[option]))
+        columns = {}
+        for family in members:
+            value = family.fixed[option]
+            suffix = ("" if value is False else f" ({option})" if value is True
+                      else f" ({option}={_fmt_value(value)})")
+            columns[next(iter(family.experiments))] = suffix
+        shared = Family(members[0].dataset, members[0].task, None,
+                        {k: v for k, v in members[0].fixed.items() if k != option}, dict.fromkeys(columns))
+        table = experiment_table(rs, shared, metrics, columns)
+        table.caption = table.caption.replace(". ↓/↑", f"; columns by {option}. ↓/↑", 1)
+        out.append(table)
+    return out
 
 
 def sweep_tables(rs, family: Family, metrics: list[str] | None = None) -> list[Table]:

@@ -108,3 +108,18 @@ def test_plot_cli_writes_files_and_rejects_non_repositories(repo, tmp_path):
         ResultSet.load(tmp_path / "nothing-here")
     empty = runner.invoke(main, ["plot", str(repo), "--algo", "no-such-algo"])
     assert empty.exit_code == 2 and "no-such-algo" in empty.output
+
+
+def test_combined_table_puts_discard_variants_beside_and_bolds_the_best(repo):
+    from malt.tables import combined_tables
+
+    rs = ResultSet.load(repo)
+    (table,) = combined_tables(rs, "discard", ["hamming_loss"])
+    assert table.columns == ["mllr", "mlsvm", "mllr (discard)", "mlsvm (discard)"]
+    frame = rs.frame[(rs.frame.metric == "hamming_loss") & (rs.frame["task.missing"] == 0.2)]
+    means = frame.groupby(["task.discard", "algorithm"])["value"].mean()
+    discard, algo = means.idxmin()  # lower is better
+    best = algo + (" (discard)" if discard else "")
+    (row,) = table.rows
+    assert [c for c in table.columns if table.cells[(row, c)].best] == [best]
+    assert abs(table.cells[(row, best)].mean - 100 * means.min()) < 1e-9
