@@ -231,3 +231,32 @@ def test_graph_is_computed_once_per_context():
         registry.get(name)().run(split, registry.get(name).Params(), ctx)
     graph_keys = [k for k in ctx.cache.new_keys]
     assert len(graph_keys) == 2  # one kNN list, one weight matrix, shared by the three methods
+
+
+def test_inner_cv_selects_from_the_grid_by_labelled_error():
+    from malt.algorithms.label_propagation.registered import inner_folds
+
+    ids = inner_folds(np.repeat([0, 1, 2], [7, 5, 3]), np.random.default_rng(0))
+    assert np.bincount(ids).max() - np.bincount(ids).min() <= 1  # balanced, every class spread
+    X, y, W, lab, Yl = problem(n=90, seed=10, per_class=6)
+    y_split = np.full(len(y), -1)
+    y_split[lab] = y[lab]
+    split = SemiSupervisedSplit(X, y_split, 3, np.arange(len(y)))
+    algo = registry.get("lgc")()
+    params = algo.Params(select="inner-cv", alpha=0.3)
+    ctx = Context.for_arrays(X)
+    pred = algo.run(split, params, ctx)
+    chosen = pred.diagnostics["selected"]
+    assert chosen["k"] in (10, 5, 20) and chosen["alpha"] in (0.3, 0.5, 0.9, 0.99)
+    # the chosen setting has the smallest inner-CV error: recompute it for every candidate by hand
+    folds = inner_folds(y[lab], np.random.default_rng(0), 5)
+    def inner_error(k, alpha):
+        Wk = knn_graph(X, GraphSpec(k=k))
+        wrong = 0
+        for j in range(5):
+            tr, te = lab[folds != j], lab[folds == j]
+            F = m.local_global_consistency(Wk, tr, m.one_hot(y[tr], 3), alpha)
+            wrong += np.sum(F[te].argmax(1) != y[te])
+        return wrong
+    errs = {(k, a): inner_error(k, a) for k in (10, 5, 20) for a in (0.3, 0.5, 0.9, 0.99)}
+    assert errs[(chosen["k"], chosen["alpha"])] == min(errs.values())

@@ -5,6 +5,7 @@ All share the graph parameters (k, weight, width, scale); multi-class prediction
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,34 +27,84 @@ class GraphParams(Params):
                          Interval(0, None))
     scale: str = param("none", "feature scaling before the graph ('none' as in the thesis)",
                        Options("none", "standardize", "minmax"))
+    select: str = param("none", "'inner-cv': choose k and the method's own parameter by 5-fold CV on the "
+                        "labelled points (as the thesis); 'none': use the values given", Options("none", "inner-cv"))
 
     def graph_spec(self) -> GraphSpec:
         return GraphSpec(k=self.k, weight=self.weight, width=self.width if self.width > 0 else "median",
                          scale=self.scale)
 
 
+INNER_K = (5, 10, 20)
+"""Neighbourhood sizes tried by inner CV (with the given k first, so ties keep it)."""
+
+
+def inner_folds(y_l: np.ndarray, rng: np.random.Generator, folds: int = 5) -> np.ndarray:
+    """Stratified inner-fold ids for the labelled points (each class dealt round-robin)."""
+    ids = np.empty(len(y_l), dtype=np.int64)
+    start = 0
+    for c in np.unique(y_l):
+        rows = rng.permutation(np.flatnonzero(y_l == c))
+        ids[rows] = (start + np.arange(rows.size)) % folds
+        start += rows.size
+    return ids
+
+
 class _GraphAlgorithm(Algorithm):
     tasks = frozenset({"semisupervised"})
     Params = GraphParams
+    needs_features = False
 
-    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag):  # pragma: no cover - interface
+    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):  # pragma: no cover - interface
         raise NotImplementedError
+
+    def grid(self, params, C) -> list[dict]:
+        """Values of the method's own parameters tried by inner CV (the given ones first)."""
+        return [{}]
+
+    def _inputs(self, split, params, ctx):
+        W, nbrs = cached_graph(ctx, split.X, params.graph_spec())
+        Xs = None
+        if self.needs_features:
+            Xs = ctx.cached("lp-features", {"scale": params.scale}, lambda: scaled(split.X, params.scale))
+        return W, nbrs, Xs
+
+    def select(self, split, params, ctx, lab, y_l, C, diag):
+        """Inner 5-fold CV over k × the method grid on the labelled points; returns the best Params."""
+        folds = inner_folds(y_l, ctx.rng, min(5, len(lab)))
+        ks = [params.k] + [k for k in INNER_K if k != params.k]
+        best, best_err = params, np.inf
+        for k in ks:
+            if k >= len(split.y):
+                continue
+            for extra in self.grid(params, C):
+                cand = dataclasses.replace(params, select="none", k=k, **extra)
+                W, nbrs, Xs = self._inputs(split, cand, ctx)
+                wrong = 0
+                for j in np.unique(folds):  # hide one inner fold of the labelled points at a time
+                    tr, te = lab[folds != j], lab[folds == j]
+                    F = self.scores(W, nbrs, Xs, tr, y_l[folds != j], C, cand, {}, ctx)
+                    wrong += int(np.sum(np.argmax(F[te], axis=1) != y_l[folds == j]))
+                if wrong < best_err:
+                    best, best_err = cand, wrong
+        diag["selected"] = {f.name: getattr(best, f.name) for f in dataclasses.fields(best)
+                            if f.name in ("k",) or any(f.name in e for e in self.grid(params, C))}
+        diag["inner_cv_error"] = best_err / len(lab)
+        return best
 
     def run(self, split, params, ctx):
         y = np.asarray(split.y)
         lab = np.flatnonzero(y >= 0)
         C = int(split.n_classes)
         m.check_labels(lab, C, y[lab])
-        W, nbrs = cached_graph(ctx, split.X, params.graph_spec())
-        diag: dict = {"edges": int(W.nnz // 2)}
-        Xs = None
-        if self.needs_features:
-            Xs = ctx.cached("lp-features", {"scale": params.scale}, lambda: scaled(split.X, params.scale))
-        F = self.scores(W, nbrs, Xs, lab, y[lab], C, params, diag)
+        diag: dict = {}
+        if params.select == "inner-cv" and len(lab) >= 2:
+            params = self.select(split, params, ctx, lab, y[lab], C, diag)
+        W, nbrs, Xs = self._inputs(split, params, ctx)
+        diag["edges"] = int(W.nnz // 2)
+        F = self.scores(W, nbrs, Xs, lab, y[lab], C, params, diag, ctx)
         labels = np.argmax(F, axis=1)
         return Prediction(scores=F, labels=labels, diagnostics=diag)
-
-    needs_features = False
 
 
 @register
@@ -62,7 +113,7 @@ class GaussianFields(_GraphAlgorithm):
 
     name = "gf"
 
-    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag):
+    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
         return m.gaussian_fields(W, lab, m.one_hot(y_l, C))
 
 
@@ -78,7 +129,10 @@ class Tikreg(_GraphAlgorithm):
     name = "tikreg"
     Params = TikregParams
 
-    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag):
+    def grid(self, params, C):
+        return [{"gamma": g} for g in dict.fromkeys((params.gamma, 0.01, 0.1, 1.0))]
+
+    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
         return m.tikhonov(W, lab, m.one_hot(y_l, C), params.gamma)
 
 
@@ -94,7 +148,10 @@ class LGC(_GraphAlgorithm):
     name = "lgc"
     Params = AlphaParams
 
-    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag):
+    def grid(self, params, C):
+        return [{"alpha": a} for a in dict.fromkeys((params.alpha, 0.5, 0.9, 0.99))]
+
+    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
         return m.local_global_consistency(W, lab, m.one_hot(y_l, C), params.alpha)
 
 
@@ -113,8 +170,11 @@ class LNP(_GraphAlgorithm):
     Params = LNPParams
     needs_features = True
 
-    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag):
-        U = m.lnp_weights(Xs, nbrs)
+    def grid(self, params, C):
+        return [{"alpha": a} for a in dict.fromkeys((params.alpha, 0.5, 0.9, 0.99))]
+
+    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
+        U = ctx.cached("lnp-weights", {**params.graph_spec().to_dict()}, lambda: m.lnp_weights(Xs, nbrs))
         Y = np.zeros((W.shape[0], C))
         Y[lab] = m.one_hot(y_l, C)
         if params.solver == "direct":
@@ -139,7 +199,10 @@ class ClusterKernel(_GraphAlgorithm):
     name = "ck"
     Params = CKParams
 
-    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag):
+    def grid(self, params, C):
+        return [{"dim": d} for d in dict.fromkeys((params.dim, C, 2 * C, 10))]
+
+    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
         from sklearn.linear_model import LogisticRegression
 
         V = m.cluster_kernel_embedding(W, params.dim or C)
@@ -167,7 +230,10 @@ class GWEM(_GraphAlgorithm):
     name = "gwem"
     Params = GWEMParams
 
-    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag):
+    def grid(self, params, C):
+        return [{"steps": t} for t in dict.fromkeys((params.steps, 2, 4, 8, 16))]
+
+    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
         F, it = m.random_walk_em(W, lab, y_l, C, params.steps, params.self_loop)
         diag["em_iterations"] = it
         return F
@@ -184,12 +250,21 @@ class ConstrainedEmbeddingParams(EmbeddingParams):
     alpha: float = param(1.0, "Lagrange multiplier α of the label constraint (eq. 3.39)", Interval(0, None, "neither"))
 
 
-def _alignment(kind, W, nbrs, Xs, params):
+def _own_params(base: type[Params], name: str) -> type[Params]:
+    """A per-algorithm subclass (the registry names each Params class after its one owner)."""
+    cls = dataclass(frozen=True, kw_only=True)(type(name, (base,), {"__module__": __name__, "__qualname__": name}))
+    globals()[name] = cls  # importable by name, so instances pickle
+    return cls
+
+
+def _alignment(kind, W, nbrs, Xs, params, ctx):
     if kind == "le":
         return laplacian(W)
+    spec = {"kind": kind, "k": params.k, "scale": params.scale, "weight": params.weight}
     if kind == "lle":
-        return m.lle_matrix(Xs, nbrs, params.reg)
-    return m.ltsa_matrix(Xs, nbrs, params.tangent_dim)
+        return ctx.cached("lle-matrix", {**spec, "reg": params.reg}, lambda: m.lle_matrix(Xs, nbrs, params.reg))
+    return ctx.cached("ltsa-matrix", {**spec, "dim": params.tangent_dim},
+                      lambda: m.ltsa_matrix(Xs, nbrs, params.tangent_dim))
 
 
 class _Embedding(_GraphAlgorithm):
@@ -200,21 +275,24 @@ class _Embedding(_GraphAlgorithm):
     def needs_features(self):
         return self.kind != "le"
 
-    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag):
-        return m.embedding_lp(_alignment(self.kind, W, nbrs, Xs, params), lab, m.one_hot(y_l, C))
+    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
+        return m.embedding_lp(_alignment(self.kind, W, nbrs, Xs, params, ctx), lab, m.one_hot(y_l, C))
 
 
 class _ConstrainedEmbedding(_Embedding):
     Params = ConstrainedEmbeddingParams
 
-    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag):
+    def grid(self, params, C):
+        return [{"alpha": a} for a in dict.fromkeys((params.alpha, 0.1, 1.0, 10.0))]
+
+    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
         Y = m.one_hot(y_l, C)
         if self.kind == "le":  # M = L_s, A = D^{1/2} (eq. 3.33); the sign of g = D^{1/2}f is that of f
             from .graph import normalized_adjacency
             import scipy.sparse as sp
             Ls = sp.identity(W.shape[0]) - normalized_adjacency(W)
             return m.constrained_embedding_lp(Ls, lab, Y, params.alpha, a=np.sqrt(degrees(W)))
-        return m.constrained_embedding_lp(_alignment(self.kind, W, nbrs, Xs, params), lab, Y, params.alpha)
+        return m.constrained_embedding_lp(_alignment(self.kind, W, nbrs, Xs, params, ctx), lab, Y, params.alpha)
 
 
 @register
@@ -222,6 +300,7 @@ class LELP(_Embedding):
     """Laplacian-eigenmaps label propagation, f_u = −M_uu⁻¹M_uℓ y_ℓ with M = L_u (eq. 3.37; equals GF)."""
 
     name, kind = "lelp", "le"
+    Params = _own_params(EmbeddingParams, "LELPParams")
 
 
 @register
@@ -229,6 +308,7 @@ class LLELP(_Embedding):
     """LLE label propagation, eq. 3.37 with M = (I − W)ᵀ(I − W)."""
 
     name, kind = "llelp", "lle"
+    Params = _own_params(EmbeddingParams, "LLELPParams")
 
 
 @register
@@ -236,6 +316,7 @@ class LTSALP(_Embedding):
     """LTSA label propagation, eq. 3.37 with the LTSA alignment matrix."""
 
     name, kind = "ltsalp", "ltsa"
+    Params = _own_params(EmbeddingParams, "LTSALPParams")
 
 
 @register
@@ -243,6 +324,7 @@ class LELPC(_ConstrainedEmbedding):
     """Constrained LE label propagation, f ⊥ D^{1/2}1 with M = L_s (eqs. 3.39–3.40)."""
 
     name, kind = "lelpc", "le"
+    Params = _own_params(ConstrainedEmbeddingParams, "LELPCParams")
 
 
 @register
@@ -250,6 +332,7 @@ class LLELPC(_ConstrainedEmbedding):
     """Constrained LLE label propagation, f ⊥ 1 (eqs. 3.39–3.40)."""
 
     name, kind = "llelpc", "lle"
+    Params = _own_params(ConstrainedEmbeddingParams, "LLELPCParams")
 
 
 @register
@@ -257,3 +340,4 @@ class LTSALPC(_ConstrainedEmbedding):
     """Constrained LTSA label propagation, f ⊥ 1 (eqs. 3.39–3.40)."""
 
     name, kind = "ltsalpc", "ltsa"
+    Params = _own_params(ConstrainedEmbeddingParams, "LTSALPCParams")
