@@ -62,3 +62,17 @@ def test_label_propagation_quality_on_iris():
         algo = registry.get("gf")()
         errors.append(task.score(ds, P, s, algo.run(s, algo.Params(), ctx))["error"])
     assert np.mean(errors) < 0.10  # the thesis reports 5.5 ± 2.5 % (Figure 3.4)
+
+
+@pytest.mark.parametrize("name", ["gf", "gwem", "lnp", "lgc", "tikreg", "ck", "ltsalp", "lelpc", "llelp"])
+def test_quality_bar_on_standardised_wine(name):
+    root = require_data("uci/wine/wine.data")
+    ds = catalogue()["wine"].loader(DataRoots([root]))
+    task = get_task("semisupervised")
+    P = task.Params(labeled=30)
+    algo = registry.get(name)()
+    params = algo.Params(scale="standardize", **({"alpha": 0.9} if name in ("lgc", "lnp") else {}))
+    ctx = Context.for_arrays(ds["X"])
+    errors = [task.score(ds, P, s, algo.run(s, params, ctx))["error"] for s in (task.split(ds, P, f) for f in (0, 1))]
+    # measured 4-8 % over five folds (unscaled features give ~30 %, the thesis's Figure 3.4 level)
+    assert np.mean(errors) < 0.15, f"{name}: {errors}"
