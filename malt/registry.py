@@ -59,9 +59,19 @@ def register(cls: type[Algorithm]) -> type[Algorithm]:
     if existing is not None and existing.__qualname__ != cls.__qualname__:
         raise TypeError(f"algorithm name {cls.name!r} is registered twice ({existing.__qualname__}, {cls.__qualname__})")
     if cls.Params is not NoParams:
+        if "_owner" in vars(cls.Params) and cls.Params._owner != cls.name:
+            cls.Params = _own_params(cls)
         cls.Params._owner = cls.name
     _REGISTRY[cls.name] = cls
     return cls
+
+
+def _own_params(cls: type[Algorithm]) -> type[Params]:
+    """A Params class shared by several algorithms gets a subclass per algorithm, so its error
+    messages name the right one; it is reachable (and picklable) as ``<Algorithm>.Params``."""
+    sub = type(cls.Params.__name__, (cls.Params,), {"__module__": cls.__module__})
+    sub.__qualname__ = f"{cls.__qualname__}.Params"
+    return sub
 
 
 def _load() -> None:

@@ -33,7 +33,10 @@ def test_kill_minus_nine_then_rerun_equals_uninterrupted(tmp_path):
     for attempt in range(4):
         proc = subprocess.Popen(malt_cmd(*ARGS, "--repo", str(crashed)), env=env, cwd=ROOT,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.8, 1.8))
+        started = time.monotonic()
+        while not (crashed / "experiments").exists() and proc.poll() is None and time.monotonic() - started < 60:
+            time.sleep(0.02)  # start-up time varies with load: kill only once units are being committed
+        time.sleep(rng.uniform(0.0, 1.2))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             kills += 1
