@@ -66,7 +66,7 @@ def comparison(rs, family_experiments=None, reference: pd.DataFrame | None = Non
                              "printed": ref["printed"], "display": display, "metric": ref["metric"],
                              "ours": format_mean_std(float(values.mean()), std, metric_info(ref["metric"]).percent),
                              "published": f"{ref['mean']} ± {ref['std']}",
-                             "difference": f"{values.mean() - float(ref['mean']):+.2g}", "folds": len(values)})
+                             "difference": f"{values.mean() - float(ref['mean']):+.1f}", "folds": len(values)})
     return pd.DataFrame(rows, columns=["source", "dataset", "setting", "printed", "display", "metric", "ours",
                                        "published", "difference", "folds"])
 
