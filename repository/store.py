@@ -63,7 +63,7 @@ class Repository:
                 raise RepositoryError(f"{self.path} is a folder but not a malt repository (no {MARKER}); "
                                       "pass --repo with a repository folder or a new path.")
             raise RepositoryError(f"No repository at {self.path}; run `malt cv ...` to create one, "
-                                  "or pass --repo / set MALT_REPO.")
+                                  "or point --repo / MALT_REPO (or the PATH argument) at an existing repository.")
         return self
 
     def check_writable_target(self) -> None:
