@@ -29,7 +29,7 @@ class ResultSet:
             base = {"experiment": exp, "dataset": spec["dataset"], "task": spec["task"]}
             base.update({f"task.{k}": v for k, v in spec["task_params"].items()})
             for rec in repo.units(exp, problems).values():
-                common = dict(base, algorithm=rec["algorithm"], display=rec["display"],
+                common = dict(base, algorithm=rec["algorithm"], display=current_display(rec),
                               params_key=rec["params_key"], fold=rec["fold"], seed=rec["seed"],
                               version=rec["version"], timestamp=rec["timestamp"],
                               fit_seconds=rec.get("fit_seconds", np.nan))
@@ -93,3 +93,20 @@ class ResultSet:
 def _cell(mean: float, std: float) -> str:
     digits = 1 if abs(mean) >= 10 else 2 if abs(mean) >= 1 else 3
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def current_display(record: dict) -> str:
+    """The unit's readable key under today's code: ``name[k=v,...]`` listing values that differ from
+    the current defaults, and ``@vN`` when it was computed by another version of the algorithm, so
+    results of changed code or changed defaults are never averaged with current ones."""
+    from malt import registry
+
+    name, label = record["algorithm"], record["display"]
+    algo = registry.algorithms().get(name)
+    if algo is None:
+        return label
+    try:
+        label = algo.Params.from_dict(record["params"]).display(name)
+    except Exception:  # parameters of an older version that no longer validate
+        return f"{label}@v{record['version']}"
+    return label if record["version"] == algo.version else f"{label}@v{record['version']}"
