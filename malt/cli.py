@@ -381,6 +381,9 @@ def show(experiment_id, fmt, raw, repo_path):
         click.echo(frame.to_json(orient="records"))
     else:
         click.echo(frame.to_string() if not frame.empty else "(no finished units)")
+    if rs.stale:
+        click.echo(f"({rs.stale} unit(s) of older algorithm versions left out; `malt rerun --algo NAME "
+                   f"--experiment {experiment_id}` recomputes them)", err=True)
     if not rs.failed.empty and fmt == "table":
         click.echo(f"\n{len(rs.failed)} failed unit(s):", err=True)
         for _, row in rs.failed.iterrows():

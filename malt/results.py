@@ -15,20 +15,31 @@ from malt.tasks.base import METRICS
 
 
 class ResultSet:
-    def __init__(self, frame: pd.DataFrame, specs: dict[str, dict] | None = None, failed: pd.DataFrame | None = None):
+    def __init__(self, frame: pd.DataFrame, specs: dict[str, dict] | None = None, failed: pd.DataFrame | None = None,
+                 stale: int = 0):
         self.frame = frame
         self.specs = specs or {}
         self.failed = failed if failed is not None else pd.DataFrame()
+        self.stale = stale  # units computed by another version of their algorithm, left out
 
     @classmethod
-    def from_repository(cls, repo, experiments: list[str] | None = None, problems: list | None = None) -> "ResultSet":
-        rows, failed, specs = [], [], {}
+    def from_repository(cls, repo, experiments: list[str] | None = None, problems: list | None = None,
+                        include_stale: bool = False) -> "ResultSet":
+        """Every stored unit of the experiments; units of an algorithm version other than today's
+        are left out (counted in ``stale``) unless ``include_stale``."""
+        from malt import registry
+
+        current = {name: algo.version for name, algo in registry.algorithms().items()}
+        rows, failed, specs, stale = [], [], {}, 0
         for exp in experiments or repo.experiments():
             spec = repo.read_spec(exp)
             specs[exp] = spec
             base = {"experiment": exp, "dataset": spec["dataset"], "task": spec["task"]}
             base.update({f"task.{k}": v for k, v in spec["task_params"].items()})
             for rec in repo.units(exp, problems).values():
+                if not include_stale and rec["version"] != current.get(rec["algorithm"], rec["version"]):
+                    stale += 1
+                    continue
                 common = dict(base, algorithm=rec["algorithm"], display=current_display(rec),
                               params_key=rec["params_key"], fold=rec["fold"], seed=rec["seed"],
                               version=rec["version"], timestamp=rec["timestamp"],
@@ -39,7 +50,7 @@ class ResultSet:
                     continue
                 for metric, value in rec["metrics"].items():
                     rows.append(dict(common, metric=metric, value=value))
-        return cls(pd.DataFrame(rows), specs, pd.DataFrame(failed))
+        return cls(pd.DataFrame(rows), specs, pd.DataFrame(failed), stale)
 
     @classmethod
     def load(cls, path: str | Path) -> "ResultSet":
@@ -58,7 +69,7 @@ class ResultSet:
         sets = [cls.from_repository(Repository(p)) for p in repos]
         return cls(pd.concat([s.frame for s in sets], ignore_index=True),
                    {k: v for s in sets for k, v in s.specs.items()},
-                   pd.concat([s.failed for s in sets], ignore_index=True))
+                   pd.concat([s.failed for s in sets], ignore_index=True), sum(s.stale for s in sets))
 
     @property
     def empty(self) -> bool:
