@@ -55,6 +55,10 @@ def test_changed_version_reruns(repo_path, counter, monkeypatch):
     monkeypatch.setattr(tests.plugins.counting.CountingMean, "version", "2")
     _, counts = _run(repo_path)
     assert counts["ran"] == 5
+    current = ResultSet.from_repository(Repository(repo_path))
+    assert current.stale == 5 and set(current.frame["version"]) == {"2"}
+    everything = ResultSet.from_repository(Repository(repo_path), include_stale=True)
+    assert set(everything.frame["display"]) == {"test-counting", "test-counting@v1"}
 
 
 def test_failed_units_are_recorded_and_retried(repo_path, counter):
