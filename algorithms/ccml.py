@@ -1,0 +1,71 @@
+"""Classifier chain of logistic regressions (CCML; Read et al. 2009).
+
+Label j's model sees the features and labels 1..j−1 of the chain (true labels in training, the
+chain's own 0/1 predictions at test time). Unknown training labels (NaN): the row is dropped from
+that label's regression, and where the label is an input to later links it is replaced by the
+chain's own prediction for that row.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from malt.params import Options, Interval, Params, param
+from malt.registry import Algorithm, register
+from malt.splits import Prediction
+
+from .baselines import _scaled
+
+
+def classifier_chain(X_train, Y_train, X_test, order, make_model):
+    """Fit the chain in ``order`` and predict; returns (scores, labels) of shape (n_test, L)."""
+    n_test, L = X_test.shape[0], Y_train.shape[1]
+    Z_tr, Z_te = X_train, X_test
+    scores, labels = np.zeros((n_test, L)), np.zeros((n_test, L))
+    for j in order:  # the chain is inherently sequential: link j depends on links before it
+        y = Y_train[:, j]
+        known = ~np.isnan(y)
+        yk = y[known]
+        if yk.size == 0 or np.all(yk == yk[0]):
+            prior = float(yk.mean()) if yk.size else 0.0
+            p_te, p_tr = np.full(n_test, prior), np.full(Z_tr.shape[0], prior)
+        else:
+            model = make_model().fit(Z_tr[known], yk.astype(int))
+            p_te, p_tr = model.predict_proba(Z_te)[:, 1], model.predict_proba(Z_tr)[:, 1]
+        scores[:, j], labels[:, j] = p_te, (p_te > 0.5)
+        fill = np.where(known, y, (p_tr > 0.5).astype(float))
+        Z_tr = np.hstack([Z_tr, fill[:, None]])
+        Z_te = np.hstack([Z_te, labels[:, j:j + 1]])
+    return scores, labels
+
+
+@dataclass(frozen=True, kw_only=True)
+class CCMLParams(Params):
+    C: float = param(1.0, "inverse L2 regularisation of the logistic regressions", Interval(0, None, "neither"))
+    order: str = param("random", "chain order: 'random' (from the run's seed) or 'given' (label order)",
+                       Options("random", "given"))
+
+
+@register
+class CCML(Algorithm):
+    """Classifier chain of logistic regressions (Read et al. 2009)."""
+
+    name = "ccml"
+    tasks = frozenset({"multilabel"})
+    Params = CCMLParams
+
+    def run(self, split, params, ctx):
+        from sklearn.exceptions import ConvergenceWarning
+        from sklearn.linear_model import LogisticRegression
+
+        X_tr, X_te = _scaled(split, True)
+        Y = np.asarray(split.Y_train, dtype=float)
+        L = Y.shape[1]
+        order = ctx.rng.permutation(L) if params.order == "random" else np.arange(L)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            scores, labels = classifier_chain(X_tr, Y, X_te, order,
+                                              lambda: LogisticRegression(C=params.C, max_iter=1000))
+        return Prediction(scores=scores, labels=labels.astype(float))
