@@ -1,0 +1,115 @@
+"""Sparse infinite CCA (Rai & Daumé 2009): IBP prior moments, conditional draws against closed forms,
+recovery of planted components (§5.1), and the registered multilabel algorithm."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from malt.algorithms.icca import (ICCAState, latent_mean, propose_new_dishes, run_icca, sample_ibp,
+                                  sample_z)
+from malt.context import Context
+from malt.datasets.synthetic_cca import synthetic_cca
+
+
+def test_ibp_prior_moments():
+    """E[K] = α H_N, per-row counts Poisson(α) (mean α, variance α), total ones mean N α."""
+    rng = np.random.default_rng(1)
+    alpha, n, reps = 3.0, 12, 3000
+    draws = [sample_ibp(alpha, n, rng) for _ in range(reps)]
+    K = np.array([B.shape[1] for B in draws])
+    H = np.sum(1.0 / np.arange(1, n + 1))
+    se = np.sqrt(alpha * H / reps)  # K ~ Poisson(α H_N)
+    assert abs(K.mean() - alpha * H) < 4 * se
+    assert abs(K.var() / (alpha * H) - 1) < 0.1
+    rows = np.concatenate([B.sum(1) for B in draws])
+    assert abs(rows.mean() - alpha) < 4 * np.sqrt(alpha / rows.size) * 3  # rows within a draw correlate
+    # each row's count is Poisson(α): compare its histogram for row 5 with the pmf
+    row5 = np.array([B[5].sum() for B in draws])
+    counts = np.bincount(row5, minlength=12)[:8]
+    expected = reps * stats.poisson.pmf(np.arange(8), alpha)
+    assert stats.chisquare(counts, expected * counts.sum() / expected.sum()).pvalue > 1e-3
+
+
+def test_z_posterior_matches_paper_form():
+    """Woodbury form of §3.3: μ = Wᵀ(WWᵀ+Ψ)⁻¹a, Σ = I − Wᵀ(WWᵀ+Ψ)⁻¹W; checked on the sample moments."""
+    rng = np.random.default_rng(0)
+    D, K = 6, 3
+    W = rng.standard_normal((D, K))
+    psi = rng.uniform(0.5, 2, D)
+    a = rng.standard_normal(D)
+    S = W @ W.T + np.diag(psi)
+    mu = W.T @ np.linalg.solve(S, a)
+    Sig = np.eye(K) - W.T @ np.linalg.solve(S, W)
+    np.testing.assert_allclose(latent_mean(a[None], W, psi)[0], mu, rtol=1e-10)
+    Zs = sample_z(np.tile(a, (20000, 1)), W, psi, rng)
+    np.testing.assert_allclose(Zs.mean(0), mu, atol=0.03)
+    np.testing.assert_allclose(np.cov(Zs.T), Sig, atol=0.03)
+
+
+def test_birth_acceptance_is_the_marginal_likelihood_ratio():
+    """A strong unexplained signal on one dimension is explained by new dishes on that row only."""
+    rng = np.random.default_rng(0)
+    N, D = 200, 5
+    A = 0.1 * rng.standard_normal((N, D))
+    A[:, 2] += 3 * rng.standard_normal(N)
+    st = ICCAState(B=np.zeros((D, 0), bool), V=np.zeros((D, 0)), Z=np.zeros((N, 0)),
+                   psi=np.full(D, 0.01), sigma_v2=4.0, alpha=20.0)
+    added = sum(propose_new_dishes(A, st, rng) for _ in range(5))
+    assert added > 0 and st.B.shape[1] == added
+    assert st.B[2].all() and not np.delete(st.B, 2, axis=0).any()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_recovers_planted_components_and_sparsity(seed):
+    """§5.1 setting: 4 components, 63 % zeros; the chain settles on K = 4 with a sparse W."""
+    ds = synthetic_cca(seed=seed)
+    A = np.hstack([ds.components["X"], ds.components["Y"]])
+    A = (A - A.mean(0)) / A.std(0)
+    Ks, sparsity = [], []
+
+    def collect(st, _A, _t):
+        Ks.append(st.B.shape[1])
+        sparsity.append(1 - st.B.mean())
+
+    run_icca(A, np.zeros(A.shape, bool), n_sweeps=300, burn_in=150, alpha=1.0,
+             rng=np.random.default_rng(seed), callback=collect)
+    K_mode = np.bincount(Ks).argmax()
+    assert K_mode == 4
+    assert 0.35 < np.mean(sparsity) < 0.75
+
+
+def test_multilabel_models_1_and_2_beat_the_label_prior():
+    from malt.registry import get
+    from malt.splits import MultilabelSplit
+
+    rng = np.random.default_rng(0)
+    n, d, L = 160, 10, 4
+    Zl = rng.standard_normal((n, 2))
+    X = Zl @ rng.standard_normal((2, d)) + 0.3 * rng.standard_normal((n, d))
+    Y = (Zl @ rng.standard_normal((2, L)) + 0.3 * rng.standard_normal((n, L)) > 0).astype(float)
+    train, test = np.arange(120), np.arange(120, 160)
+    Ytr = Y[train].copy()
+    Ytr[rng.random(Ytr.shape) < 0.1] = np.nan
+    split = MultilabelSplit(X[train], Ytr, X[test], train, test)
+    algo = get("icca")
+    for semi in (False, True):
+        pred = algo().run(split, algo.Params(semi_supervised=semi, sweeps=120, burn_in=60),
+                          Context.for_arrays(X, seed=0))
+        assert pred.scores.shape == (40, L)
+        acc = np.mean(pred.labels == Y[test])
+        prior = np.mean(np.maximum(Y[train].mean(0), 1 - Y[train].mean(0)))
+        assert acc > max(0.8, prior + 0.1), (semi, acc)
+        assert pred.diagnostics["K"] >= 1 and 0 <= pred.diagnostics["sparsity"] < 1
+
+
+def test_bad_burn_in_is_a_user_error():
+    from malt.errors import MaltError
+    from malt.registry import get
+    from malt.splits import MultilabelSplit
+
+    X = np.zeros((4, 2))
+    split = MultilabelSplit(X[:2], np.zeros((2, 1)), X[2:], np.arange(2), np.arange(2, 4))
+    algo = get("icca")
+    with pytest.raises(MaltError, match="burn_in"):
+        algo().run(split, algo.Params(sweeps=10, burn_in=10), Context.for_arrays(X))
