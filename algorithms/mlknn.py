@@ -32,9 +32,9 @@ def neighbour_counts(Y: np.ndarray, neighbours: np.ndarray, k: int, prior: np.nd
     return np.rint(k * rate).astype(int)
 
 
-def mlknn_posteriors(Y: np.ndarray, train_neighbours: np.ndarray, test_neighbours: np.ndarray,
-                     k: int, s: float = 1.0) -> np.ndarray:
-    """ML-kNN posterior P(H¹_l | E^l_{C_l}) for every test row and label (Zhang & Zhou 2007, Fig. 1).
+def mlknn_tables(Y: np.ndarray, train_neighbours: np.ndarray, k: int, s: float = 1.0):
+    """ML-kNN training statistics (Zhang & Zhou 2007, Fig. 1): prior P(H¹_l) (L,) and count
+    likelihoods P(E_j | H¹_l), P(E_j | H⁰_l) of shape (L, k+1).
 
     Priors P(H¹_l) = (s + Σ_i y_il) / (2s + n); likelihoods P(E_j | H^b_l) = (s + c_b[j]) /
     (s(k+1) + Σ_j c_b[j]) where c_b[j] counts training rows with y_il = b and j neighbours with l.
@@ -50,6 +50,15 @@ def mlknn_posteriors(Y: np.ndarray, train_neighbours: np.ndarray, test_neighbour
     c0 = np.einsum("nl,nlj->lj", known * (1 - pos), onehot)
     like1 = (s + c1) / (s * (k + 1) + c1.sum(1, keepdims=True))
     like0 = (s + c0) / (s * (k + 1) + c0.sum(1, keepdims=True))
+    return prior1, like1, like0
+
+
+def mlknn_posteriors(Y: np.ndarray, train_neighbours: np.ndarray, test_neighbours: np.ndarray,
+                     k: int, s: float = 1.0) -> np.ndarray:
+    """ML-kNN posterior P(H¹_l | E^l_{C_l}) for every test row and label (Bayes rule on ``mlknn_tables``)."""
+    Y = np.asarray(Y, dtype=float)
+    L = Y.shape[1]
+    prior1, like1, like0 = mlknn_tables(Y, train_neighbours, k, s)
     Ct = neighbour_counts(Y, test_neighbours, k, prior1)
     lab = np.arange(L)[None, :]
     p1 = prior1[None, :] * like1[lab, Ct]
