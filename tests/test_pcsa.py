@@ -69,3 +69,18 @@ def test_missing_run_through_registry_beats_column_means():
         base = np.sqrt(np.mean((colmean - T)[hidden] ** 2))
         assert rmse < 0.15 * base, (name, rmse, base)
         assert pred.diagnostics["d1"] + pred.diagnostics["d2"] == 5
+
+
+def test_tensor_pcsa3_bound_monotone_and_fills_hidden_entries():
+    from malt.algorithms.pcsa.tensor import pcsa_tensor_fit, shift_fold, shift_unfold
+    from malt.datasets.synthetic_pcsa import synthetic_pcsa
+    ds = synthetic_pcsa((12, 15, 18), (2, 3, 2), noise=0.1, seed=3)
+    X, T = ds["M"], ds["truth"]
+    np.testing.assert_array_equal(shift_fold(shift_unfold(X, 1), 1, X.shape), X)
+    rng = np.random.default_rng(3)
+    mask = rng.random(X.shape) > 0.3
+    fit = pcsa_tensor_fit(X, mask, rank=6, max_iter=300, tol=0, rng=rng)
+    b = np.asarray(fit["bound"])
+    assert np.all(np.diff(b) >= -1e-8 * np.abs(b[1:])), np.diff(b).min()
+    rmse = np.sqrt(np.mean((fit["values"] - T)[~mask] ** 2))
+    assert rmse < 0.1 * T.std(), (rmse, T.std())
