@@ -264,6 +264,8 @@ class ICCA(Algorithm):
         std[std == 0] = 1.0
         Xtr, Xte = (Xtr - mean) / std, (Xte - mean) / std
         Ytr = (2 * np.asarray(split.Y_train, float) - 1) * params.label_scale
+        y_mean = np.nan_to_num(np.nanmean(Ytr, axis=0)) if Ytr.size else np.zeros(Ytr.shape[1])
+        Ytr = Ytr - y_mean  # the model (§3) assumes centred data: μ_y is the label means
         if Xtr.shape[0] == 0:
             raise DataError("icca: the training split is empty; use more training rows")
         d1, L, n_te = Xtr.shape[1], Ytr.shape[1], Xte.shape[0]
@@ -290,7 +292,7 @@ class ICCA(Algorithm):
                              alpha=params.alpha, rng=ctx.rng, callback=collect,
                              psi_init=0.1 if params.hold_psi else 1.0, hold_psi=params.hold_psi)
         seconds = time.perf_counter() - t0
-        scores = acc["scores"] / max(acc["n"], 1)
+        scores = acc["scores"] / max(acc["n"], 1) + y_mean
         return Prediction(scores=scores, labels=(scores > 0).astype(float), diagnostics={
             "K": float(np.mean(acc["K"])), "K_last": int(st.B.shape[1]),
             "sparsity": float(np.mean(acc["sparsity"])), "alpha_last": float(st.alpha),
