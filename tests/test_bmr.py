@@ -49,7 +49,7 @@ def test_taylor_missing_update_is_the_fixed_point_of_the_coupled_updates():
     for _ in range(500):
         mu_l = Wx[l] + np.linalg.solve(P[np.ix_(l, l)], -P[np.ix_(l, u)] @ (mu_u - Wx[u]) + y[l] - g[l])
         mu_u = Wx[u] - np.linalg.solve(P[np.ix_(u, u)], P[np.ix_(u, l)] @ (mu_l - Wx[l]))
-    # (4.9) as printed writes Σ⁻¹_lu(μ_u − W_u x) with a plus sign; the first-order condition of the
+    # (4.9)-(4.10) as printed write the Σ⁻¹_lu and Σ⁻¹_ul terms with a plus sign; the first-order conditions of the
     # stated objective has a minus sign, which is what converges to the maximiser.
     known = np.zeros(L, bool)
     known[l] = True
