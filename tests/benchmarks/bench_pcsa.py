@@ -24,7 +24,7 @@ from malt.registry import get  # noqa: E402
 from malt.tasks.missing import MissingParams, MissingTask  # noqa: E402
 
 PAPER = {"emotions": {"pcsa": 4.0, "pcsa-sparse": 3.5, "pma-map": 22.9},
-         "CAL500": {"pcsa": 17.3, "pcsa-sparse": 11.6, "pma-map": 198.3}}
+         "cal500": {"pcsa": 17.3, "pcsa-sparse": 11.6, "pma-map": 198.3}}
 
 
 def main(names):
@@ -54,4 +54,4 @@ def main(names):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["emotions", "CAL500"])
+    main(sys.argv[1:] or ["emotions", "cal500"])
