@@ -9,7 +9,7 @@ from .dataset import Dataset
 
 
 def bmr_model(d: int = 120, L: int = 101, rank: int = 10, seed: int = 0):
-    """A random BMR model: W (L, d) with N(0, 1/d) entries, biases giving ~4 % positive labels, and a
+    """A random BMR model: W (L, d) with N(0, 1/d) entries, biases giving ≈ 5 % positive labels, and a
     low-rank-plus-diagonal label covariance Σ = B Bᵀ/rank + 0.5 I (correlated labels)."""
     rng = np.random.default_rng(seed)
     W = rng.normal(scale=1.5 / np.sqrt(d), size=(L, d))
