@@ -1,0 +1,21 @@
+# Dissertation ch. 5: Probabilistic Matrix Addition.
+
+T51_ALGOS = gpr pma-map pma-gibbs pma-exact ilmc pmf bmr $(MISSING_BASELINES)
+F52_ALGOS = pma-gibbs pma-map gpr
+
+FIGURES_ALL += table-5-1 fig-5-2
+.PHONY: table-5-1 fig-5-2
+
+# Table 5.1: recovering hidden labels with PMA and its competitors, emotions and scene.
+table-5-1: install
+	for d in emotions scene; do for m in $(MISSING_FRACTIONS); do \
+	  $(CV) $(call algoflags,$(T51_ALGOS)) --dataset $$d --task missing --missing $$m || exit 1; done; done
+	$(call tables,table-5-1,--task missing $(foreach a,$(call algos,$(T51_ALGOS)),--algo $(a)) --metric error)
+	$(PLOT) --task missing $(foreach a,$(call algos,$(T51_ALGOS)),--algo $(a)) --metric error --out $(FIGOUT)/table-5-1
+
+# Figure 5.2: PMA against GPR over rows (GPR-D1) and columns (GPR-D2) on PMA draws (squared error).
+fig-5-2: install
+	for d in synthetic-pma-50x20 synthetic-pma-50x50; do for m in 0.1 0.2 0.3 0.4 0.5; do \
+	  $(CV) $(call algoflags,$(F52_ALGOS)) --param axis=rows,columns --dataset $$d --task missing --missing $$m || exit 1; done; done
+	$(PLOT) --dataset synthetic-pma-50x20 --dataset synthetic-pma-50x50 --metric rmse --out $(FIGOUT)/fig-5-2
+	$(call tables,fig-5-2,--dataset synthetic-pma-50x20 --dataset synthetic-pma-50x50 --metric rmse)
