@@ -21,8 +21,11 @@ def fetch(item: DatasetEntry, target: Path, mirror: str | None = None, timeout: 
     mirror : base URL replacing the canonical location: a file is fetched from ``mirror/relpath``.
     """
     if not item.remotes:
-        raise DataError(f"Dataset '{item.name}' has no download source; it is "
-                        f"{'always available' if not item.files else 'only available locally'}.")
+        if not item.files:
+            raise DataError(f"Dataset '{item.name}' has no download source; it is always available.")
+        folder = item.files[0].rsplit("/", 1)[0]
+        raise DataError(f"Dataset '{item.name}' has no automatic download; place {', '.join(item.files)} under "
+                        f"MALT_DATA as its source describes ({item.source}; see {folder}/SOURCE.md).")
     done = []
     for remote in item.remotes:
         path = Path(target) / remote.path

@@ -358,8 +358,11 @@ def _fold_count(spec) -> int:
 @click.argument("experiment_id")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @click.option("--raw", is_flag=True, help="The tidy per-fold table instead of the summary.")
+@click.option("--diagnostics", is_flag=True,
+              help="What the runs learned about themselves (iterations, final bound, inferred dimensions, "
+                   "fit seconds) instead of the metrics.")
 @repo_option
-def show(experiment_id, fmt, raw, repo_path):
+def show(experiment_id, fmt, raw, diagnostics, repo_path):
     """Mean ± std per algorithm and metric of one experiment."""
     from malt.results import ResultSet
 
@@ -369,7 +372,9 @@ def show(experiment_id, fmt, raw, repo_path):
     rs = ResultSet.from_repository(repo, [experiment_id], problems)
     for line in problems:
         click.echo(f"warning: {line}", err=True)
-    if raw:
+    if diagnostics:
+        frame = rs.diagnostics if raw or fmt != "table" else rs.diagnostics_wide(experiment_id)
+    elif raw:
         frame = rs.frame
     elif fmt == "table":
         frame = rs.wide(experiment_id)

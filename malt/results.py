@@ -16,8 +16,10 @@ from malt.tasks.base import METRICS
 
 class ResultSet:
     def __init__(self, frame: pd.DataFrame, specs: dict[str, dict] | None = None, failed: pd.DataFrame | None = None,
-                 stale: int = 0):
+                 stale: int = 0, diagnostics: pd.DataFrame | None = None):
         self.frame = frame
+        # one row per unit and recorded diagnostic (numbers only): what a run learned about itself
+        self.diagnostics = diagnostics if diagnostics is not None else pd.DataFrame()
         self.specs = specs or {}
         self.failed = failed if failed is not None else pd.DataFrame()
         self.stale = stale  # units computed by another version of their algorithm, left out
@@ -30,7 +32,7 @@ class ResultSet:
         from malt import registry
 
         current = {name: algo.version for name, algo in registry.algorithms().items()}
-        rows, failed, specs, stale = [], [], {}, 0
+        rows, failed, specs, stale, diags = [], [], {}, 0, []
         for exp in experiments or repo.experiments():
             spec = repo.read_spec(exp)
             specs[exp] = spec
@@ -50,7 +52,9 @@ class ResultSet:
                     continue
                 for metric, value in rec["metrics"].items():
                     rows.append(dict(common, metric=metric, value=value))
-        return cls(pd.DataFrame(rows), specs, pd.DataFrame(failed), stale)
+                for name, value in numeric_diagnostics(rec).items():
+                    diags.append(dict(common, diagnostic=name, value=value))
+        return cls(pd.DataFrame(rows), specs, pd.DataFrame(failed), stale, pd.DataFrame(diags))
 
     @classmethod
     def load(cls, path: str | Path) -> "ResultSet":
@@ -69,7 +73,8 @@ class ResultSet:
         sets = [cls.from_repository(Repository(p)) for p in repos]
         return cls(pd.concat([s.frame for s in sets], ignore_index=True),
                    {k: v for s in sets for k, v in s.specs.items()},
-                   pd.concat([s.failed for s in sets], ignore_index=True), sum(s.stale for s in sets))
+                   pd.concat([s.failed for s in sets], ignore_index=True), sum(s.stale for s in sets),
+                   pd.concat([s.diagnostics for s in sets], ignore_index=True))
 
     @property
     def empty(self) -> bool:
@@ -99,6 +104,35 @@ class ResultSet:
                 label += f" ({'%, ' if scale == 100.0 else ''}{info.better} is better)"
             cells.setdefault(label, {})[row["display"]] = _cell(row["mean"] * scale, row["std"] * scale)
         return pd.DataFrame(cells).T
+
+
+    def diagnostics_wide(self, experiment: str) -> pd.DataFrame:
+        """One experiment's recorded diagnostics as diagnostic × algorithm cells 'mean ± std' over folds."""
+        d = self.diagnostics
+        if d.empty or experiment not in set(d["experiment"]):
+            return pd.DataFrame()
+        d = d[d["experiment"] == experiment]
+        stats = d.groupby(["diagnostic", "display"], sort=True)["value"].agg(
+            mean="mean", std=lambda v: v.std(ddof=1) if len(v) > 1 else 0.0)
+        cells = {}
+        for (name, display), row in stats.iterrows():
+            cells.setdefault(display, {})[name] = _cell(row["mean"], row["std"])
+        return pd.DataFrame(cells)
+
+
+def numeric_diagnostics(record: dict) -> dict[str, float]:
+    """A unit's diagnostics reduced to numbers: scalars as they are, a numeric list (a bound trace,
+    say) by its last value and length; plus the unit's fit seconds."""
+    out = {"fit_seconds": float(record.get("fit_seconds", np.nan))}
+    for name, value in (record.get("diagnostics") or {}).items():
+        if isinstance(value, bool):
+            out[name] = float(value)
+        elif isinstance(value, (int, float)):
+            out[name] = float(value)
+        elif isinstance(value, (list, tuple)) and value and all(isinstance(v, (int, float)) for v in value):
+            out[f"{name} (last)"] = float(value[-1])
+            out[f"{name} (length)"] = float(len(value))
+    return out
 
 
 def _cell(mean: float, std: float) -> str:

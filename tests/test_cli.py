@@ -147,3 +147,22 @@ def test_emotions_tour_with_real_data(tmp_path):
     result = invoke("cv", "--repo", str(tmp_path / "r"), "--algo", "mllr", "--dataset", "emotions",
                     "--missing", "0.3", "--quiet")
     assert result.exit_code == 0
+
+
+def test_show_diagnostics_reports_what_each_run_recorded(tmp_path):
+    path = str(tmp_path / "repo")
+    exp = invoke("cv", "--repo", path, "--algo", "pmf", "--dataset", "synthetic-multilabel", "--task", "missing",
+                 "--quiet").output.strip().splitlines()[-1]
+    from malt.repository.store import Repository
+
+    records = list(Repository(path).units(exp).values())
+    iterations = [r["diagnostics"]["iterations"] for r in records]
+    shown = invoke("show", "--repo", path, exp, "--diagnostics")
+    assert shown.exit_code == 0
+    row = next(line for line in shown.output.splitlines() if line.startswith("iterations"))
+    mean, std = sum(iterations) / len(iterations), float(__import__("numpy").std(iterations, ddof=1))
+    assert row.split()[1:4] == [f"{mean:.1f}" if mean >= 10 else f"{mean:.2f}", "±",
+                                f"{std:.1f}" if mean >= 10 else f"{std:.2f}"]
+    assert "fit_seconds" in shown.output
+    raw = invoke("show", "--repo", path, exp, "--diagnostics", "--format", "csv", "--raw").output
+    assert raw.count("\n") >= 2 * len(records)
