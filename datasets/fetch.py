@@ -23,9 +23,8 @@ def fetch(item: DatasetEntry, target: Path, mirror: str | None = None, timeout: 
     if not item.remotes:
         if not item.files:
             raise DataError(f"Dataset '{item.name}' has no download source; it is always available.")
-        folder = item.files[0].rsplit("/", 1)[0]
         raise DataError(f"Dataset '{item.name}' has no automatic download; place {', '.join(item.files)} under "
-                        f"MALT_DATA as its source describes ({item.source}; see {folder}/SOURCE.md).")
+                        f"MALT_DATA (origin: {item.source}).")
     done = []
     for remote in item.remotes:
         path = Path(target) / remote.path
