@@ -1,0 +1,168 @@
+"""Topic models (dissertation ch. 6): CTM and GPTM variational EM, kernels, the topics task."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg
+import scipy.sparse as sp
+
+from malt.algorithms.topics import ctm, gptm, kernels
+from malt.algorithms.topics.models import CTM, GPTM
+from malt.context import Context
+from malt.datasets.synthetic_topics import synthetic_ctm
+from malt.tasks.topics import TopicsTask
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return synthetic_ctm(n_docs=150, vocab_size=60, doc_length=60, seed=1)
+
+
+def _ctm_bound(C, lam, nu2, zeta, beta, mu, Sigma):
+    M = np.broadcast_to(mu, lam.shape)
+    return ctm.document_bounds(C, lam, nu2, zeta, beta, M, np.linalg.inv(Sigma), np.linalg.slogdet(Sigma)[1]).sum()
+
+
+def _nondecreasing(trace):
+    t = np.asarray(trace)
+    return np.all(np.diff(t) >= -1e-8 * np.abs(t[:-1]))
+
+
+def test_ctm_every_coordinate_update_raises_the_bound(corpus):
+    C, K = corpus["docs"], 3
+    rng = np.random.default_rng(0)
+    beta = ctm.init_topics(C, K, rng)
+    mu, Sigma = np.zeros(K), np.eye(K)
+    lam, nu2 = rng.standard_normal((C.shape[0], K)), np.ones((C.shape[0], K))
+    zeta = ctm.optimal_zeta(lam, nu2) * 2.0  # deliberately not optimal
+    trace = [_ctm_bound(C, lam, nu2, zeta, beta, mu, Sigma)]
+    for _ in range(4):
+        Sinv = np.linalg.inv(Sigma)
+        M = np.broadcast_to(mu, lam.shape)
+        zeta = ctm.optimal_zeta(lam, nu2); trace.append(_ctm_bound(C, lam, nu2, zeta, beta, mu, Sigma))
+        lam = ctm.update_lambda(C, lam, nu2, zeta, beta, M, Sinv); trace.append(_ctm_bound(C, lam, nu2, zeta, beta, mu, Sigma))
+        nu2 = ctm.update_nu2(C, lam, nu2, zeta, Sinv); trace.append(_ctm_bound(C, lam, nu2, zeta, beta, mu, Sigma))
+        beta = ctm.update_beta(C, lam, beta); trace.append(_ctm_bound(C, lam, nu2, zeta, beta, mu, Sigma))
+        mu = lam.mean(axis=0); trace.append(_ctm_bound(C, lam, nu2, zeta, beta, mu, Sigma))
+        Sigma = ctm.update_sigma(lam, nu2, np.broadcast_to(mu, lam.shape), reg=0.0)
+        trace.append(_ctm_bound(C, lam, nu2, zeta, beta, mu, Sigma))
+    assert _nondecreasing(trace), np.diff(trace)
+    assert trace[-1] > trace[0] + 100
+
+
+@pytest.mark.parametrize("learn_sigma,kernel", [(True, "knn"), (False, "knn"), (True, "identity"), (False, "mustlink")])
+def test_gptm_bound_is_monotone(corpus, learn_sigma, kernel):
+    C = corpus["docs"]
+    Kmat = {"knn": lambda: kernels.knn_kernel(C, 10),
+            "identity": lambda: np.eye(C.shape[0]),
+            "mustlink": lambda: kernels.mustlink_kernel(corpus["y"], 0.1)}[kernel]()
+    fit = gptm.fit_gptm(C, Kmat, 3, np.random.default_rng(0), learn_sigma=learn_sigma, iters=8, e_iters=2, tol=0)
+    assert _nondecreasing(fit["bounds"]), np.diff(fit["bounds"])
+    # the F and Σ blocks separately: each is the exact maximiser given the rest
+    K_eig = fit["K_eig"]
+    b0 = gptm.gptm_bound(C, fit["lam"], fit["nu2"], fit["zeta"], fit["beta"], fit["F"], fit["Sigma"], K_eig)
+    F_off = fit["F"] + 0.05 * np.random.default_rng(1).standard_normal(fit["F"].shape)
+    assert gptm.gptm_bound(C, fit["lam"], fit["nu2"], fit["zeta"], fit["beta"], F_off, fit["Sigma"], K_eig) < b0
+
+
+def test_sylvester_solution_residual_and_scipy():
+    rng = np.random.default_rng(0)
+    K, D = 4, 30
+    A = rng.standard_normal((K, K)); Sigma = A @ A.T + 0.1 * np.eye(K)
+    X = rng.standard_normal((D, 5)); Kmat = kernels.knn_kernel(sp.csr_matrix(np.abs(X)), 5)
+    L = rng.standard_normal((K, D))
+    F = gptm.solve_F(np.linalg.eigh(Sigma), np.linalg.eigh(Kmat), L)
+    assert np.allclose(Sigma @ F + F @ Kmat, L @ Kmat, atol=1e-9)
+    assert np.allclose(F, scipy.linalg.solve_sylvester(Sigma, Kmat, L @ Kmat), atol=1e-9)
+    # F is the minimiser of (6.13): the gradient Σ⁻¹(F − L) + F 𝒦⁻¹ vanishes
+    assert np.allclose(np.linalg.solve(Sigma, F - L) + F @ np.linalg.inv(Kmat), 0, atol=1e-8)
+
+
+def test_new_document_F_solves_the_conditional_sylvester(corpus):
+    C = corpus["docs"]
+    Kall = kernels.knn_kernel(C, 8)
+    tr, te = np.arange(120), np.arange(120, 150)
+    fit = gptm.fit_gptm(C[tr], Kall[np.ix_(tr, tr)], 3, np.random.default_rng(0), iters=5)
+    Fbar, Kbar = gptm.gp_conditional(fit["F"], Kall[np.ix_(tr, tr)], Kall[np.ix_(te, tr)], Kall[np.ix_(te, te)])
+    # 6.16/6.17 against the joint Gaussian: F̄ᵀ rows equal the conditional mean of each topic row
+    direct = fit["F"] @ np.linalg.inv(Kall[np.ix_(tr, tr)]) @ Kall[np.ix_(tr, te)]
+    assert np.allclose(Fbar, direct, atol=1e-6)
+    Fs, lam, cond, joint = gptm.infer_new(C[te], fit["beta"], fit["Sigma"], Fbar, Kbar, iters=3)
+    S = fit["Sigma"]
+    # first-order condition of (6.19): Σ F_* + F_* 𝒦̄ = L_* 𝒦̄ + Σ F̄
+    assert np.allclose(S @ Fs + Fs @ Kbar, lam.T @ Kbar + S @ Fbar, atol=1e-8)
+
+    def obj(F):  # (6.19), minimised by F_*
+        R, G = lam.T - F, F - Fbar
+        return np.trace(R.T @ np.linalg.solve(S, R)) + np.trace(G @ np.linalg.solve(Kbar, G.T))
+
+    F_off = Fs + 0.01 * np.random.default_rng(0).standard_normal(Fs.shape)
+    assert obj(Fs) < obj(F_off)
+    assert np.all(np.isfinite(cond)) and np.isfinite(joint)
+
+
+def test_bound_below_exact_likelihood_by_quadrature():
+    """K = 2: θ depends on η₁ − η₂ only, so log p(w | μ, Σ, β) is a 1-d Gauss–Hermite integral."""
+    rng = np.random.default_rng(3)
+    V = 6
+    beta = rng.dirichlet(np.ones(V), size=2)
+    mu, Sigma = np.array([0.3, -0.2]), np.array([[1.0, 0.4], [0.4, 0.8]])
+    n = np.array([[3, 0, 1, 2, 0, 1.0]])
+    *_, b = ctm.infer_documents(sp.csr_matrix(n), beta, mu[None], Sigma, iters=100)
+    x, w = np.polynomial.hermite_e.hermegauss(200)
+    t = mu[0] - mu[1] + np.sqrt(Sigma[0, 0] + Sigma[1, 1] - 2 * Sigma[0, 1]) * x
+    th = 1 / (1 + np.exp(-t))
+    P = th[:, None] * beta[0] + (1 - th[:, None]) * beta[1]
+    exact = np.log(np.sum(w * np.exp(np.log(P) @ n[0])) / np.sqrt(2 * np.pi))
+    assert b[0] <= exact
+    assert exact - b[0] < 2.0  # the variational gap on a 7-word document is small
+
+
+def _matched_corr(true, est):
+    from scipy.optimize import linear_sum_assignment
+
+    Cm = np.corrcoef(true, est)[: len(true), len(true):]
+    r, c = linear_sum_assignment(-Cm)
+    return Cm[r, c]
+
+
+def test_ctm_recovers_simulated_topics():
+    ds = synthetic_ctm(n_docs=300, vocab_size=100, doc_length=100, seed=2)
+    fit = ctm.fit_ctm(ds["docs"], 3, np.random.default_rng(0), iters=40)
+    assert _matched_corr(ds["beta"], fit["beta"]).min() > 0.95
+
+
+def _run(algo, params, ds, fold=0):
+    task = TopicsTask()
+    tp = task.Params()
+    split = task.split(ds, tp, fold)
+    pred = algo.run(split, params, Context.for_arrays(ds["X"], seed=0))
+    return task.score(ds, tp, split, pred), pred
+
+
+def test_topics_task_end_to_end(corpus):
+    V = corpus["docs"].shape[1]
+    s_ctm, p = _run(CTM(), CTM.Params(iters=20), corpus)
+    assert s_ctm["perplexity"] == pytest.approx(s_ctm["perplexity_conditional"])
+    # far better than the unigram-uniform model and than the corpus unigram model
+    assert s_ctm["perplexity"] < 0.8 * V
+    assert s_ctm["embedding_error"] < 0.3
+    assert len(p.diagnostics["top_words"]) == 3
+    s_gp, _ = _run(GPTM(), GPTM.Params(iters=20, kernel="knn"), corpus)
+    assert s_gp["perplexity_conditional"] < 0.8 * V
+    assert np.isfinite(s_gp["perplexity"]) and s_gp["embedding_error"] < 0.3
+
+
+def test_kernels_positive_definite_and_structured():
+    rng = np.random.default_rng(0)
+    X = sp.csr_matrix(rng.poisson(0.5, size=(40, 30)).astype(float))
+    from sklearn.metrics.pairwise import cosine_distances as skcos
+
+    assert np.allclose(kernels.cosine_distances(X), skcos(X), atol=1e-12)
+    K = kernels.knn_kernel(X, 5, gamma=2.0, sigma2=0.5)
+    assert np.allclose(K, K.T) and np.linalg.eigvalsh(K)[0] > 0
+    assert ((K > 0).sum(axis=1) - 1 >= 5).all()  # at least k neighbours after symmetrising
+    y = np.array([0, 0, 1, 1, 1, -1])
+    M = kernels.mustlink_kernel(y, gamma=1.0, c=0.5)
+    assert np.linalg.eigvalsh(M)[0] > 0
+    assert M[0, 1] == 1.0 and M[0, 2] == 0.0 and M[2, 4] == 1.0 and (M[5, :5] == 0).all()
