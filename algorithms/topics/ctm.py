@@ -131,7 +131,8 @@ def e_step(counts, lam, nu2, beta, M, Sigma_inv, iters: int = 10):
 
 
 def update_beta(counts, lam, beta, smoothing: float = 1e-10):
-    """β_iw ∝ Σ_d n_dw φ_dw,i (6.8); a tiny floor keeps unseen words finite."""
+    """β_iw ∝ Σ_d n_dw φ_dw,i + smoothing (6.8; with smoothing > 0 the MAP update under a symmetric
+    Dirichlet(1 + smoothing) prior, which gives held-out words unseen in training a finite probability)."""
     B = expected_counts(counts, lam, beta)[1] + smoothing
     return B / B.sum(axis=1, keepdims=True)
 
@@ -144,16 +145,21 @@ def update_sigma(lam, nu2, M, reg: float = 1e-6):
     return S + reg * np.eye(K)
 
 
-def init_topics(counts, K, rng, smoothing=1.0):
-    """β from K random groups of documents plus a smoothed corpus distribution (seeded)."""
+def init_topics(counts, K, rng, seeds_per_topic=2):
+    """β seeded from a few random documents per topic (as in Blei's ctm-c), smoothed by the corpus
+    word distribution and a little noise, so topics start distinct."""
     D, V = counts.shape
-    groups = rng.integers(0, K, size=D)
-    G = sp.csr_matrix((np.ones(D), (groups, np.arange(D))), shape=(K, D))
-    B = np.asarray((G @ counts).todense()) + smoothing + rng.random((K, V))
+    pick = rng.choice(D, size=min(D, K * seeds_per_topic), replace=D < K * seeds_per_topic)
+    groups = np.arange(pick.size) % K
+    G = sp.csr_matrix((np.ones(pick.size), (groups, pick)), shape=(K, D))
+    B = np.asarray((G @ counts).todense())
+    B = B / np.maximum(B.sum(axis=1, keepdims=True), 1)
+    corpus = np.asarray(counts.sum(axis=0)).ravel() + 1.0
+    B = B + 0.5 * corpus / corpus.sum() + 0.1 * rng.random((K, V)) / V
     return B / B.sum(axis=1, keepdims=True)
 
 
-def fit_ctm(counts, K, rng, iters=50, e_iters=5, tol=1e-5, trace=None):
+def fit_ctm(counts, K, rng, iters=50, e_iters=5, tol=1e-5, trace=None, smoothing=1e-10):
     """Variational EM for CTM: returns dict(beta, mu, Sigma, lam, nu2, zeta, bounds)."""
     D, V = counts.shape
     beta = init_topics(counts, K, rng)
@@ -166,7 +172,7 @@ def fit_ctm(counts, K, rng, iters=50, e_iters=5, tol=1e-5, trace=None):
         Sinv = np.linalg.inv(Sigma)
         M = np.broadcast_to(mu, lam.shape)
         lam, nu2, zeta = e_step(counts, lam, nu2, beta, M, Sinv, e_iters)
-        beta = update_beta(counts, lam, beta)
+        beta = update_beta(counts, lam, beta, smoothing)
         mu = lam.mean(axis=0)
         Sigma = update_sigma(lam, nu2, np.broadcast_to(mu, lam.shape))
         Sinv = np.linalg.inv(Sigma)

@@ -38,7 +38,8 @@ def gptm_bound(counts, lam, nu2, zeta, beta, F, Sigma, K_eig):
     return log_prior_F(F, K_eig) + float(docs.sum())
 
 
-def fit_gptm(counts, Kmat, n_topics, rng, *, learn_sigma=True, iters=50, e_iters=5, tol=1e-5, trace=None):
+def fit_gptm(counts, Kmat, n_topics, rng, *, learn_sigma=True, iters=50, e_iters=5, tol=1e-5, trace=None,
+              smoothing=1e-10):
     """Variational EM for GPTM. Returns dict(beta, F (K×D), Sigma, lam, nu2, zeta, bounds).
 
     Each iteration: E-step (λ, ν², ζ; φ implicit) with prior means F e_d; β (6.8); Σ (6.12, unless
@@ -54,7 +55,7 @@ def fit_gptm(counts, Kmat, n_topics, rng, *, learn_sigma=True, iters=50, e_iters
     bounds = []
     for it in range(iters):
         lam, nu2, zeta = ctm.e_step(counts, lam, nu2, beta, F.T, np.linalg.inv(Sigma), e_iters)
-        beta = ctm.update_beta(counts, lam, beta)
+        beta = ctm.update_beta(counts, lam, beta, smoothing)
         if learn_sigma:
             Sigma = ctm.update_sigma(lam, nu2, F.T)
         F = solve_F(linalg.sym_eigh(Sigma), K_eig, lam.T)

@@ -22,6 +22,8 @@ class CTMParams(Params):
     e_iters: int = param(5, "coordinate-ascent sweeps of the E-step per EM iteration", Interval(1, None))
     tol: float = param(1e-5, "stop when the bound's relative change falls below this", Interval(0, None))
     test_iters: int = param(30, "E-step sweeps (alternations for GPTM) on held-out documents", Interval(1, None))
+    smoothing: float = param(0.01, "pseudo-count added to every topic-word count in the β update (unseen words)",
+                             Interval(0, None, "neither"))
     top_n: int = param(10, "words listed per topic in the diagnostics", Interval(1, None))
 
 
@@ -55,7 +57,8 @@ class CTM(Algorithm):
     version = "1"
 
     def run(self, split: TopicsSplit, params: CTMParams, ctx) -> Prediction:
-        fit = ctm.fit_ctm(split.docs_train, params.topics, ctx.rng, params.iters, params.e_iters, params.tol)
+        fit = ctm.fit_ctm(split.docs_train, params.topics, ctx.rng, params.iters, params.e_iters, params.tol,
+                          smoothing=params.smoothing)
         M = np.broadcast_to(fit["mu"], (split.docs_test.shape[0], params.topics))
         lam, _, _, ll = ctm.infer_documents(split.docs_test, fit["beta"], M, fit["Sigma"], params.test_iters)
         return Prediction(extras={"loglik": ll, "embedding_train": fit["lam"], "embedding_test": lam},
@@ -101,7 +104,8 @@ class GPTM(Algorithm):
         Kall = document_kernel(split, params, ctx)
         K_ff, K_sf, K_ss = Kall[:ntr, :ntr], Kall[ntr:, :ntr], Kall[ntr:, ntr:]
         fit = gptm.fit_gptm(split.docs_train, K_ff, params.topics, ctx.rng, learn_sigma=params.sigma == "learned",
-                            iters=params.iters, e_iters=params.e_iters, tol=params.tol)
+                            iters=params.iters, e_iters=params.e_iters, tol=params.tol,
+                            smoothing=params.smoothing)
         Fbar, Kbar = gptm.gp_conditional(fit["F"], K_ff, K_sf, K_ss)
         Fs, lam, cond, joint = gptm.infer_new(split.docs_test, fit["beta"], fit["Sigma"], Fbar, Kbar,
                                               iters=params.test_iters)
