@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from malt.algorithms.bmr import BMR, BMRParams, design_matrix, fit_bmr
+from malt.algorithms.bmr import BMR, BMRParams, design_matrix, fit_bmr, joint_mean_update
 from malt.context import Context
 from malt.splits import MissingSplit, MultilabelSplit
 from tests.conftest import require_data
@@ -32,6 +32,24 @@ def test_stable_bounds_never_decrease(bound, missing):
     trace = np.array(model.bound)
     assert len(trace) == 60 and np.all(np.isfinite(trace))
     assert np.all(np.diff(trace) >= -1e-8 * np.abs(trace[1:])), np.diff(trace).min()
+
+
+def test_joint_mean_update_solves_the_stationarity_equations_by_kronecker_brute_force():
+    """μ (Σ⁻¹ + ¼ I) − H μ Σ⁻¹ = C, H = X (XᵀX + ridge I)⁻¹ Xᵀ, solved as one nL × nL system."""
+    rng = np.random.default_rng(11)
+    n, d, L, ridge = 25, 4, 3, 0.7
+    Xd = np.hstack([rng.normal(size=(n, d - 1)), np.ones((n, 1))])
+    A = rng.normal(size=(L, L))
+    Sigma = A @ A.T + 0.2 * np.eye(L)
+    C = rng.normal(size=(n, L))
+    P = np.linalg.inv(Sigma)
+    H = Xd @ np.linalg.solve(Xd.T @ Xd + ridge * np.eye(d), Xd.T)
+    big = np.kron((P + 0.25 * np.eye(L)).T, np.eye(n)) - np.kron(P.T, H)  # vec(A X B) = (Bᵀ ⊗ A) vec X
+    expected = np.linalg.solve(big, C.reshape(-1, order="F")).reshape((n, L), order="F")
+    U, s, _ = np.linalg.svd(Xd, full_matrices=False)
+    mu, UtMu = joint_mean_update(C, U, s ** 2 / (s ** 2 + ridge), Sigma)
+    np.testing.assert_allclose(mu, expected, atol=1e-10)
+    np.testing.assert_allclose(UtMu, U.T @ expected, atol=1e-10)
 
 
 def test_taylor_missing_update_is_the_fixed_point_of_the_coupled_updates():
