@@ -166,3 +166,23 @@ def test_kernels_positive_definite_and_structured():
     M = kernels.mustlink_kernel(y, gamma=1.0, c=0.5)
     assert np.linalg.eigvalsh(M)[0] > 0
     assert M[0, 1] == 1.0 and M[0, 2] == 0.0 and M[2, 4] == 1.0 and (M[5, :5] == 0).all()
+
+
+def test_ctm_heldout_perplexity_matches_true_model_marginal():
+    """Held-out perplexity of the fitted CTM vs the true model's marginal perplexity by Monte Carlo
+    over η (true β, Gaussian prior with the simulated η's moments). The variational bound makes
+    malt's value an upper estimate; it should be within a few per cent."""
+    from scipy.special import logsumexp
+
+    ds = synthetic_ctm(n_docs=300, vocab_size=100, doc_length=80, seed=4)
+    s, _ = _run(CTM(), CTM.Params(iters=60, smoothing=1e-3), ds)
+    split = TopicsTask().split(ds, TopicsTask.Params(), 0)
+    C = split.docs_test.toarray()
+    rng = np.random.default_rng(0)
+    E = rng.multivariate_normal(ds["eta"].mean(0), np.cov(ds["eta"].T), size=4000)
+    T = np.exp(E - E.max(1, keepdims=True))
+    T /= T.sum(1, keepdims=True)
+    ll = logsumexp(C @ np.log(T @ ds["beta"]).T, axis=1) - np.log(len(E))
+    oracle = np.exp(-ll.sum() / C.sum())
+    print("malt ctm", s["perplexity"], "true-model marginal", oracle)
+    assert 0.97 * oracle < s["perplexity"] < 1.05 * oracle, (s["perplexity"], oracle)
