@@ -186,3 +186,22 @@ def test_ctm_heldout_perplexity_matches_true_model_marginal():
     oracle = np.exp(-ll.sum() / C.sum())
     print("malt ctm", s["perplexity"], "true-model marginal", oracle)
     assert 0.97 * oracle < s["perplexity"] < 1.05 * oracle, (s["perplexity"], oracle)
+
+
+def test_real_corpus_ctm_beats_unigram_model():
+    """Quality bar on Different100 (20 Newsgroups): the held-out CTM perplexity is below that of the
+    smoothed unigram model fitted to the same training documents (computed here in closed form)."""
+    from datasets.text import NEWS_ARCHIVE
+    from tests.conftest import require_data
+
+    require_data(NEWS_ARCHIVE)
+    from malt.data import open_dataset
+
+    ds = open_dataset("different100")
+    s, p = _run(CTM(), CTM.Params(iters=25), ds)
+    split = TopicsTask().split(ds, TopicsTask.Params(), 0)
+    q = np.asarray(split.docs_train.sum(axis=0)).ravel() + 0.01
+    q /= q.sum()
+    unigram = np.exp(-(split.docs_test @ np.log(q)).sum() / split.docs_test.sum())
+    assert s["perplexity"] < unigram, (s["perplexity"], unigram)
+    assert all(len(t.split()) == 10 for t in p.diagnostics["top_words"])
