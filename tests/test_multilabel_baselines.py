@@ -60,13 +60,13 @@ def test_mlknn_matches_brute_force_transcription(k, s):
     np.testing.assert_allclose(got, _mlknn_brute(Y[:90], nb_tr, nb_te, k, s), rtol=1e-12)
 
 
-def test_mlknn_matches_scikit_multilearn():
+def test_mlknn_matches_scikit_multilearn(monkeypatch):
     skml = pytest.importorskip("skmultilearn.adapt.mlknn", reason="scikit-multilearn is a test-only extra")
     k, s = 6, 1.0
     X, Y = _data(seed=3)
     # scikit-multilearn 0.2.0 calls NearestNeighbors(k) positionally, which current scikit-learn
     # rejects; give it the keyword form of the same estimator.
-    skml.NearestNeighbors = lambda n: NearestNeighbors(n_neighbors=n)
+    monkeypatch.setattr(skml, "NearestNeighbors", lambda n: NearestNeighbors(n_neighbors=n))
     ref = skml.MLkNN(k=k, s=s, ignore_first_neighbours=1).fit(X[:90], Y[:90].astype(int))
     nb_tr, nb_te = _raw_neighbours(X[:90], X[90:], k)
     prior1, like1, like0 = mlknn_tables(Y[:90], nb_tr, k, s)
