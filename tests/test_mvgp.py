@@ -88,3 +88,27 @@ def test_ranking_at_k_brute_force():
         ps.append(hits / k)
         rs.append(hits / len(rel))
     assert np.isclose(p, np.mean(ps)) and np.isclose(r, np.mean(rs))
+
+
+def test_heat_root_is_exact_square_root_of_diffusion_kernel():
+    from malt.algorithms.mvgp import HeatRoot
+    G = sp.random(30, 30, density=0.1, random_state=3)
+    G.setdiag(0)
+    H = HeatRoot(G, a=1.0, b=1.0).dense()
+    D = diffusion_sqrt(G, 1.0, 1.0)
+    np.testing.assert_allclose(H @ H.T, D @ D.T, atol=1e-12)
+
+
+def test_heat_root_gives_the_same_optimum_as_the_dense_root():
+    from malt.algorithms.mvgp import HeatRoot
+    rng = np.random.default_rng(5)
+    M, N = 12, 9
+    GR = sp.random(M, M, density=0.3, random_state=1)
+    GC = sp.random(N, N, density=0.3, random_state=2)
+    Y = rng.standard_normal((M, N))
+    mask = rng.random((M, N)) < 0.6
+    tr = sp.coo_matrix((Y[mask], np.nonzero(mask)), shape=Y.shape)
+    a = fit_mvgp(tr, diffusion_sqrt(GR), diffusion_sqrt(GC), sigma2=0.5, lam=0.5)
+    b = fit_mvgp(tr, HeatRoot(GR), HeatRoot(GC), sigma2=0.5, lam=0.5, grow_block=3)
+    np.testing.assert_allclose(a["Z"] @ a["W"].T, b["Z"] @ b["W"].T, atol=1e-4)
+    assert np.isclose(a["objective"][-1], b["objective"][-1], rtol=1e-6)

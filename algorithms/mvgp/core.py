@@ -9,7 +9,13 @@ constraint is F = G_M B G_Nᵀ with (eq. 11)
 We solve it with B = U Vᵀ and the variational form ‖B‖_* = min ½(‖U‖² + ‖V‖²): the rank grows by
 one factor at a time along the top singular pair of −∇ (a new factor is only useful while the
 gradient's spectral norm exceeds λ, the optimality condition of eq. 10/11), and all factors are
-refined by L-BFGS. Memory O(M r + N r + L) beyond the square roots G (O(M² + N²)).
+refined by L-BFGS (intermediate ranks with a short budget, warm-started; the final rank to
+convergence). The square roots are never dense: for the diffusion kernel C = exp(−a𝓛) + b I we use
+the exact non-square root G = [exp(−a𝓛/2), √b I] (M × 2M, G Gᵀ = C), applied to a block of vectors
+by a Chebyshev expansion of the heat kernel in the sparse normalised adjacency (``HeatRoot``). The
+optimum of eq. 11 does not depend on which square root is used (every root is C^{1/2} O with O Oᵀ = I,
+and both ‖·‖_F and ‖·‖_* are invariant under B ↦ Oᵀ B O). Cost per objective evaluation
+O((nnz(graph) K + L) r) with K ≈ 10 Chebyshev terms; memory O(M r + N r + L + nnz(graph)).
 KPMF (Zhou et al. 2012) is the same objective with fixed rank and without the ½‖UVᵀ‖²_F term.
 """
 from __future__ import annotations
@@ -36,6 +42,65 @@ def diffusion_sqrt(graph, a: float = 1.0, b: float = 1.0) -> np.ndarray:
     return Q * np.sqrt(np.exp(-a * w) + b)
 
 
+class HeatRoot:
+    """Exact square root G = [exp(−a𝓛/2), √b I] of C = exp(−a𝓛) + b I as a (M, 2M) linear operator.
+
+    𝓛 = I − S with S = D^{-1/2} W D^{-1/2} (isolated nodes: zero rows, 𝓛_ii = 1, as in
+    :func:`diffusion_sqrt`). exp(−t𝓛) X = e^{−t} Σ_k c_k T_k(S) X with c_0 = I_0(t), c_k = 2 I_k(t)
+    (Chebyshev–Bessel expansion of e^{tx} on [−1, 1] ⊇ spec(S)), truncated when c_k < 1e-16.
+    ``G @ X`` takes (2M, r) and returns (M, r); ``G.T @ Y`` takes (M, r) and returns (2M, r).
+    """
+
+    def __init__(self, graph, a: float = 1.0, b: float = 1.0, transposed: bool = False, _S=None, _c=None):
+        from scipy.special import iv
+        if _S is None:
+            W = sp.csr_matrix(graph, dtype=float)
+            W = abs(W) + abs(W).T
+            W.setdiag(0)
+            W.eliminate_zeros()
+            d = np.asarray(W.sum(axis=1)).ravel()
+            s = np.where(d > 0, 1.0 / np.sqrt(np.maximum(d, 1e-300)), 0.0)
+            _S = (sp.diags(s) @ W @ sp.diags(s)).tocsr()
+            t = a / 2.0
+            c = [iv(0, t)]
+            k = 1
+            while True:
+                ck = 2 * iv(k, t)
+                c.append(ck)
+                if ck < 1e-16 or k > 60:
+                    break
+                k += 1
+            _c = np.exp(-t) * np.array(c)
+        self.S, self.c, self.a, self.b, self.transposed = _S, _c, a, b, transposed
+        n = _S.shape[0]
+        self.n = n
+        self.shape = (2 * n, n) if transposed else (n, 2 * n)
+
+    @property
+    def T(self):
+        return HeatRoot(None, self.a, self.b, not self.transposed, self.S, self.c)
+
+    def heat(self, X):
+        """exp(−a𝓛/2) X for X of shape (M,) or (M, r)."""
+        T0, T1 = X, self.S @ X
+        out = self.c[0] * T0 + self.c[1] * T1
+        for ck in self.c[2:]:
+            T0, T1 = T1, 2 * (self.S @ T1) - T0
+            out += ck * T1
+        return out
+
+    def __matmul__(self, X):
+        X = np.asarray(X, dtype=float)
+        n, rb = self.n, np.sqrt(self.b)
+        if self.transposed:
+            return np.concatenate([self.heat(X), rb * X], axis=0)
+        return self.heat(X[:n]) + rb * X[n:]
+
+    def dense(self) -> np.ndarray:
+        """The (M, 2M) matrix (for tests on small graphs)."""
+        return self @ np.eye(self.shape[1])
+
+
 def _parts(U, V, GM, GN, rows, cols, y, inv_s2, frob, lam):
     Z = U if GM is None else GM @ U
     W = V if GN is None else GN @ V
@@ -52,7 +117,7 @@ def objective(U, V, GM, GN, rows, cols, y, sigma2, lam, frob=1.0):
 
 
 def _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter):
-    M, N = shape
+    M, N = U.shape[0], V.shape[0]
     r_ = U.shape[1]
     inv_s2 = 1.0 / sigma2
 
@@ -76,8 +141,15 @@ def _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter):
     return res.x[:M * r_].reshape(M, r_), res.x[M * r_:].reshape(N, r_), float(res.fun)
 
 
-def smooth_gradient_top(U, V, GM, GN, rows, cols, y, sigma2, frob, shape):
-    """Top singular triple of the smooth part's gradient S = G_Mᵀ (σ⁻² R) G_N + frob·U Vᵀ."""
+def smooth_gradient_top(U, V, GM, GN, rows, cols, y, sigma2, frob, shape, bshape=None, k=1):
+    """Top singular triple(s) of the smooth part's gradient S = G_Mᵀ (σ⁻² R) G_N + frob·U Vᵀ.
+
+    k = 1 returns (u, s, v) vectors and a float; k > 1 returns the top k as (M, k), (k,), (N, k),
+    largest first.
+
+    shape : data matrix shape (M, N); bshape : shape of B (columns of G_M, G_N), default ``shape``.
+    """
+    bshape = shape if bshape is None else bshape
     f, r, Z, W = _parts(U, V, GM, GN, rows, cols, y, 1.0 / sigma2, frob, 0.0)
     R = sp.csr_matrix((r / sigma2, (rows, cols)), shape=shape)
     GMt = (lambda x: x) if GM is None else (lambda x: GM.T @ x)
@@ -86,33 +158,45 @@ def smooth_gradient_top(U, V, GM, GN, rows, cols, y, sigma2, frob, shape):
     GNt = (lambda x: x) if GN is None else (lambda x: GN.T @ x)
 
     def mv(x):
-        x = np.asarray(x).reshape(shape[1], -1)
+        x = np.asarray(x).reshape(bshape[1], -1)
         return GMt(R @ GNm(x)) + frob * U @ (V.T @ x)
 
     def rmv(x):
-        x = np.asarray(x).reshape(shape[0], -1)
+        x = np.asarray(x).reshape(bshape[0], -1)
         return GNt(R.T @ GMm(x)) + frob * V @ (U.T @ x)
 
-    op = LinearOperator(shape, matvec=mv, rmatvec=rmv, matmat=mv, rmatmat=rmv, dtype=float)
-    start = np.random.default_rng(0).standard_normal(min(shape))  # ARPACK's own start is unseeded
-    u, s, vt = svds(op, k=1, tol=1e-6, v0=start)
-    return u[:, 0], float(s[0]), vt[0]
+    op = LinearOperator(bshape, matvec=mv, rmatvec=rmv, matmat=mv, rmatmat=rmv, dtype=float)
+    start = np.random.default_rng(0).standard_normal(min(bshape))  # ARPACK's own start is unseeded
+    want = k
+    k = max(1, min(k, min(bshape) - 1))
+    u, s, vt = svds(op, k=k, tol=1e-6, v0=start)
+    o = np.argsort(-s)
+    if want == 1:
+        return u[:, 0], float(s[0]), vt[0]
+    return u[:, o], s[o], vt[o].T
 
 
 def fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, frob=1.0, max_rank=50,
-             fixed_rank=None, maxiter=200, tol=1e-6, rng=None):
+             fixed_rank=None, maxiter=200, grow_iter=30, grow_block=1, tol=1e-6, rng=None):
     """Solve eq. 11 by rank growth + L-BFGS refinement; return factors Z = G_M U, W = G_N V.
 
     fixed_rank : start at that rank and never grow (KPMF). Otherwise start at rank 1 and add a
     factor along the top singular pair of −∇ while its singular value exceeds λ (eq. 10's
     optimality condition ‖∇‖₂ ≤ λ), up to ``max_rank``, or until the objective stalls (``tol``).
+    Each new rank is warm-started from the previous factors and refined with ``grow_iter`` L-BFGS
+    iterations; the final rank is refined with up to ``maxiter`` iterations. ``grow_block`` > 1
+    adds up to that many factors per step (the top singular pairs of −∇ whose values exceed λ):
+    fewer refinement rounds for large problems.
+    GM, GN : None (identity), a dense square root (M, p) or a :class:`HeatRoot` operator.
     Returns dict with Z, W, U, V, objective trace, rank, converged flag.
     """
     rng = np.random.default_rng(0) if rng is None else rng
     train = sp.coo_matrix(train)
     rows, cols, y = train.row, train.col, train.data.astype(float)
     shape = train.shape
-    M, N = shape
+    M = shape[0] if GM is None else GM.shape[1]
+    N = shape[1] if GN is None else GN.shape[1]
+    bshape = (M, N)
     trace, converged = [], False
     if fixed_rank is not None:
         U = 0.1 * rng.standard_normal((M, fixed_rank))
@@ -123,20 +207,26 @@ def fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fro
         U, V = np.zeros((M, 0)), np.zeros((N, 0))
         trace.append(objective(U, V, GM, GN, rows, cols, y, sigma2, lam, frob))
         while U.shape[1] < max_rank:
-            u, s, v = smooth_gradient_top(U, V, GM, GN, rows, cols, y, sigma2, frob, shape)
-            if s <= lam * (1 + 1e-6):
+            kb = min(grow_block, max_rank - U.shape[1])
+            u, s, v = smooth_gradient_top(U, V, GM, GN, rows, cols, y, sigma2, frob, shape, bshape, k=kb + 1)
+            keep = s > lam * (1 + 1e-6)
+            keep[kb:] = False
+            if not keep[0]:
                 converged = True
                 break
-            step = np.sqrt(max(s - lam, 1e-12) / max(1.0, s))
-            U = np.column_stack([U, -step * u])
-            V = np.column_stack([V, step * v])
-            U, V, f = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter)
+            step = np.sqrt(np.maximum(s[keep] - lam, 1e-12) / np.maximum(1.0, s[keep]))
+            U = np.column_stack([U, -step * u[:, keep]])
+            V = np.column_stack([V, step * v[:, keep]])
+            U, V, f = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, grow_iter)
             trace.append(f)
             if trace[-2] - trace[-1] <= tol * abs(trace[-2]):
                 converged = True
                 break
         if U.shape[1] == 0:
             U, V = np.zeros((M, 1)), np.zeros((N, 1))
+        elif maxiter > grow_iter:
+            U, V, f = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter)
+            trace.append(f)
     Z = U if GM is None else GM @ U
     W = V if GN is None else GN @ V
     return {"Z": Z, "W": W, "U": U, "V": V, "objective": trace, "rank": U.shape[1], "converged": converged}
