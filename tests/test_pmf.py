@@ -64,3 +64,17 @@ def test_emotions_missing_labels_quality_bar():
     pred = algo().run(split, algo.Params(), Context(data["X"], seed=0))
     # Table 5.1: PMF 26.3 % at 25 % missing; the column-mean baseline is ~31 % on this fold
     assert task.score(data, tparams, split, pred)["error"] < 0.26
+
+
+def test_sparse_pmf_equals_dense_pmf():
+    """The COO solver (ratings task) runs the same alternating ridge solves as the dense one."""
+    import scipy.sparse as sp
+    from malt.algorithms.pmf import pmf_fit, pmf_fit_sparse
+    rng = np.random.default_rng(3)
+    Y = rng.standard_normal((15, 4)) @ rng.standard_normal((4, 12)) + 3
+    mask = rng.random(Y.shape) < 0.5
+    M = np.where(mask, Y, np.nan)
+    d = pmf_fit(M, 3, 0.5, rng=np.random.default_rng(1), iterations=30, tol=0)
+    s = pmf_fit_sparse(sp.coo_matrix((Y[mask], np.nonzero(mask)), shape=Y.shape), 3, 0.5,
+                       rng=np.random.default_rng(1), iterations=30, tol=0)
+    np.testing.assert_allclose(d["U"] @ d["V"].T + d["offset"], s["U"] @ s["V"].T + s["offset"], atol=1e-8)
