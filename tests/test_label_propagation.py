@@ -260,3 +260,23 @@ def test_inner_cv_selects_from_the_grid_by_labelled_error():
         return wrong
     errs = {(k, a): inner_error(k, a) for k in (10, 5, 20) for a in (0.3, 0.5, 0.9, 0.99)}
     assert errs[(chosen["k"], chosen["alpha"])] == min(errs.values())
+
+
+def test_sparse_text_features_give_the_dense_results():
+    """tf-idf-like sparse X: cosine kNN graph, LNP/LLE weights and the LTSA matrix are computed
+    without densifying X and agree with the dense computation (cosine weights = brute force)."""
+    rng = np.random.default_rng(3)
+    Xs = sp.random(40, 300, density=0.05, random_state=4, format="csr")
+    Xs.data = rng.random(Xs.nnz) + 0.1
+    Xd = Xs.toarray()
+    spec = GraphSpec(k=5, weight="cosine")
+    Ws, Wd = knn_graph(Xs, spec), knn_graph(Xd, spec)
+    np.testing.assert_allclose(Ws.toarray(), Wd.toarray(), atol=1e-12)
+    U = Xd / np.maximum(np.linalg.norm(Xd, axis=1, keepdims=True), 1e-300)
+    C = U @ U.T
+    i, j = Ws.nonzero()
+    np.testing.assert_allclose(np.asarray(Ws[i, j]).ravel(), np.clip(C[i, j], 1e-300, None), atol=1e-12)
+    nbrs = knn_lists(Xd, 5, metric="cosine")["indices"]
+    np.testing.assert_allclose(m.lnp_weights(Xs, nbrs).toarray(), m.lnp_weights(Xd, nbrs).toarray(), atol=1e-10)
+    np.testing.assert_allclose(m.lle_weights(Xs, nbrs).toarray(), m.lle_weights(Xd, nbrs).toarray(), atol=1e-8)
+    np.testing.assert_allclose(m.ltsa_matrix(Xs, nbrs, 2).toarray(), m.ltsa_matrix(Xd, nbrs, 2).toarray(), atol=1e-8)

@@ -34,8 +34,11 @@ class GraphSpec:
         return asdict(self)
 
 
-def scaled(X, scale: str) -> np.ndarray:
-    """Dense float features after ``scale`` ('none', 'standardize', 'minmax')."""
+def scaled(X, scale: str):
+    """Float features after ``scale`` ('none', 'standardize', 'minmax'); a sparse X (text) stays
+    sparse CSR when ``scale`` is 'none', otherwise the result is dense."""
+    if sp.issparse(X) and scale == "none":
+        return sp.csr_matrix(X, dtype=float)
     X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
     return np.asarray(linalg.standardize(X, scale), dtype=float)
 
@@ -48,10 +51,12 @@ def knn_lists(X, k: int, scale: str = "none", metric: str = "euclidean") -> dict
     n = Z.shape[0]
     if not 1 <= k < n:
         raise DataError(f"Expected 1 <= k < n_samples for the kNN graph, but n_samples = {n}, k = {k}.")
-    if metric == "cosine":
-        norms = np.linalg.norm(Z, axis=1, keepdims=True)
-        Z = Z / np.where(norms > 0, norms, 1.0)  # Euclidean order on the sphere = cosine order
-    nn = NearestNeighbors(n_neighbors=k + 1).fit(Z)
+    if metric == "cosine":  # Euclidean order on the sphere = cosine order
+        from sklearn.preprocessing import normalize
+
+        Z = normalize(Z)  # rows to unit length (zero rows stay zero); keeps a sparse Z sparse
+    # sparse (tf-idf) rows: brute force on the sparse matrix, never densified
+    nn = NearestNeighbors(n_neighbors=k + 1, algorithm="brute" if sp.issparse(Z) else "auto").fit(Z)
     dist, idx = nn.kneighbors(Z)
     # drop each point itself (it is normally first; duplicates may put it elsewhere)
     self_hit = idx == np.arange(n)[:, None]

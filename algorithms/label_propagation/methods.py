@@ -186,10 +186,33 @@ def simplex_projection(V: np.ndarray) -> np.ndarray:
     return np.maximum(V - theta[:, None], 0)
 
 
-def local_gram(X: np.ndarray, neighbors: np.ndarray) -> np.ndarray:
-    """G_i = (x_i − x_j)ᵀ(x_i − x_l) over the neighbours j, l of i: (n, k, k)."""
-    Dif = X[:, None, :] - X[neighbors]  # (n, k, d)
-    return np.einsum("nkd,nld->nkl", Dif, Dif)
+def neighborhood_inner(X, N: np.ndarray, block: int = 256) -> np.ndarray:
+    """Inner products within every neighbourhood: K_i = X_{N_i} X_{N_i}ᵀ, shape (n, m, m) for
+    N (n, m). A sparse X (tf-idf) is never densified: blocks of points share one sparse product
+    over the rows their neighbourhoods touch, O(block·m) rows at a time."""
+    n, m = N.shape
+    if not sp.issparse(X):
+        P = np.asarray(X, float)[N]
+        return np.einsum("nkd,nld->nkl", P, P)
+    X = sp.csr_matrix(X, dtype=float)
+    K = np.empty((n, m, m))
+    for s in range(0, n, block):
+        Nb = N[s:s + block]
+        rows, inv = np.unique(Nb, return_inverse=True)
+        Xr = X[rows]
+        Kr = (Xr @ Xr.T).toarray()
+        inv = inv.reshape(Nb.shape)
+        K[s:s + block] = Kr[inv[:, :, None], inv[:, None, :]]
+    return K
+
+
+def local_gram(X, neighbors: np.ndarray) -> np.ndarray:
+    """G_i = (x_i − x_j)ᵀ(x_i − x_l) over the neighbours j, l of i: (n, k, k)
+    (from neighbourhood inner products, so a sparse X stays sparse)."""
+    n = neighbors.shape[0]
+    K = neighborhood_inner(X, np.column_stack([np.arange(n), neighbors]))
+    kii, kij = K[:, 0, 0], K[:, 0, 1:]
+    return kii[:, None, None] - kij[:, :, None] - kij[:, None, :] + K[:, 1:, 1:]
 
 
 def lnp_weights(X, neighbors: np.ndarray, iters: int = 300, reg: float = 1e-3) -> sp.csr_matrix:
@@ -200,7 +223,6 @@ def lnp_weights(X, neighbors: np.ndarray, iters: int = 300, reg: float = 1e-3) -
     solved for all points at once by projected gradient (step 1/λ_max(G_i)); ``reg`` adds
     reg·trace(G_i)/k to the diagonal as in LLE. U is row-stochastic and not symmetric.
     """
-    X = X.toarray() if sp.issparse(X) else np.asarray(X, float)
     n, k = neighbors.shape
     G = local_gram(X, neighbors)
     tr = np.trace(G, axis1=1, axis2=2)
@@ -216,7 +238,6 @@ def lnp_weights(X, neighbors: np.ndarray, iters: int = 300, reg: float = 1e-3) -
 def lle_weights(X, neighbors: np.ndarray, reg: float = 1e-3) -> sp.csr_matrix:
     """LLE reconstruction weights (Roweis & Saul 2000): min ‖x_i − Σ_j w_ij x_j‖², Σ_j w_ij = 1,
     with reg·trace(G_i) on the diagonal of each local Gram matrix (as scikit-learn)."""
-    X = X.toarray() if sp.issparse(X) else np.asarray(X, float)
     n, k = neighbors.shape
     G = local_gram(X, neighbors)
     tr = np.trace(G, axis1=1, axis2=2)
@@ -241,13 +262,19 @@ def ltsa_matrix(X, neighbors: np.ndarray, dim: int = 1) -> sp.csr_matrix:
     where V_i are the top ``dim`` right singular vectors of the centred neighbourhood. Local SVDs
     are batched over all points.
     """
-    X = X.toarray() if sp.issparse(X) else np.asarray(X, float)
     n, k = neighbors.shape
     N = np.column_stack([np.arange(n), neighbors])  # (n, k+1)
-    P = X[N]
-    P = P - P.mean(axis=1, keepdims=True)
     d = min(dim, k, X.shape[1])
-    U, _, _ = np.linalg.svd(P, full_matrices=False)  # (n, k+1, min(k+1, D))
+    if sp.issparse(X):
+        # left singular vectors of the centred neighbourhood = top eigenvectors of its centred
+        # Gram matrix H K_i H (H = I − 11ᵀ/(k+1)); a sparse X is never densified
+        H = np.eye(k + 1) - 1.0 / (k + 1)
+        _, V = np.linalg.eigh(H @ neighborhood_inner(X, N) @ H)
+        U = V[:, :, ::-1]
+    else:
+        P = np.asarray(X, float)[N]
+        P = P - P.mean(axis=1, keepdims=True)
+        U, _, _ = np.linalg.svd(P, full_matrices=False)  # (n, k+1, min(k+1, D))
     Gi = np.concatenate([np.full((n, k + 1, 1), 1.0 / np.sqrt(k + 1)), U[:, :, :d]], axis=2)
     B = np.eye(k + 1) - Gi @ Gi.transpose(0, 2, 1)  # (n, k+1, k+1)
     rows = np.repeat(N, k + 1, axis=1).ravel()
