@@ -142,13 +142,13 @@ def _run(algo, params, ds, fold=0):
 
 def test_topics_task_end_to_end(corpus):
     V = corpus["docs"].shape[1]
-    s_ctm, p = _run(CTM(), CTM.Params(iters=20), corpus)
+    s_ctm, p = _run(CTM(), CTM.Params(iters=15, test_iters=10), corpus)
     assert s_ctm["perplexity"] == pytest.approx(s_ctm["perplexity_conditional"])
     # far better than the unigram-uniform model and than the corpus unigram model
     assert s_ctm["perplexity"] < 0.8 * V
     assert s_ctm["embedding_error"] < 0.3
     assert len(p.diagnostics["top_words"]) == 3
-    s_gp, _ = _run(GPTM(), GPTM.Params(iters=20, kernel="knn"), corpus)
+    s_gp, _ = _run(GPTM(), GPTM.Params(iters=15, test_iters=10, kernel="knn"), corpus)
     assert s_gp["perplexity_conditional"] < 0.8 * V
     assert np.isfinite(s_gp["perplexity"]) and s_gp["embedding_error"] < 0.3
 
@@ -198,10 +198,38 @@ def test_real_corpus_ctm_beats_unigram_model():
     from malt.data import open_dataset
 
     ds = open_dataset("different100")
-    s, p = _run(CTM(), CTM.Params(iters=25), ds)
+    s, p = _run(CTM(), CTM.Params(iters=12, test_iters=10), ds)
     split = TopicsTask().split(ds, TopicsTask.Params(), 0)
     q = np.asarray(split.docs_train.sum(axis=0)).ravel() + 0.01
     q /= q.sum()
     unigram = np.exp(-(split.docs_test @ np.log(q)).sum() / split.docs_test.sum())
     assert s["perplexity"] < unigram, (s["perplexity"], unigram)
     assert all(len(t.split()) == 10 for t in p.diagnostics["top_words"])
+
+
+def test_gplvm_gradients_match_finite_differences():
+    import scipy.optimize
+
+    from malt.algorithms.topics import gplvm
+
+    rng = np.random.default_rng(0)
+    D, V, q = 25, 8, 2
+    Y = rng.standard_normal((D, V))
+    th = np.concatenate([rng.standard_normal(D * q), [0.1, 0.2, -1.0]])
+    f = lambda t: gplvm.gplvm_objective(t, Y @ Y.T, V, q)  # noqa: E731
+    g_fd = scipy.optimize.approx_fprime(th, lambda t: f(t)[0], 1e-6)
+    assert np.allclose(f(th)[1], g_fd, rtol=1e-4, atol=1e-4 * np.abs(g_fd).max())
+    fit = gplvm.fit_gplvm(Y, q, 50)
+    Yn = rng.standard_normal((4, V))
+    B, C = Yn @ Y.T @ fit["Kinv"], fit["Kinv"] @ Y @ Y.T @ fit["Kinv"]
+    x = rng.standard_normal(4 * q)
+    h = lambda z: gplvm.new_point_objective(z, fit, B, C, (Yn ** 2).sum(1), V)  # noqa: E731
+    g_fd = scipy.optimize.approx_fprime(x, lambda z: h(z)[0], 1e-6)
+    assert np.allclose(h(x)[1], g_fd, rtol=1e-4, atol=1e-4 * np.abs(g_fd).max())
+
+
+def test_gplvm_embedding_separates_simulated_classes(corpus):
+    from malt.algorithms.topics.gplvm import GPLVM
+
+    s, _ = _run(GPLVM(), GPLVM.Params(iters=40), corpus)
+    assert set(s) == {"embedding_error"} and s["embedding_error"] < 0.35

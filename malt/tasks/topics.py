@@ -8,6 +8,7 @@ What the algorithm returns in ``Prediction.extras``:
     conditional log p(w_d | F_*) with the MAP F_*, eq. 6.24).
 ``loglik_joint`` : optional float, the summed bound on log p(w_test, F_*) (eq. 6.23); defaults to
     ``loglik.sum()`` (models without F, e.g. CTM, where both perplexities coincide).
+(An embedding-only algorithm such as ``gplvm`` may omit ``loglik``: then only embedding_error.)
 ``embedding_train``, ``embedding_test`` : optional (n_train, k) and (n_test, k) document embeddings
     (λ for CTM, F for GPTM); a linear SVM trained on the first and tested on the second gives
     ``embedding_error`` when the dataset has class labels ``y``.
@@ -77,7 +78,20 @@ class TopicsTask(Task):
 
     def score(self, dataset, params, split: TopicsSplit, prediction: Prediction):
         ex = prediction.extras
-        ll = np.asarray(ex.get("loglik", []), dtype=float).ravel()
+        out = {}
+        if "loglik" in ex:  # topic models; pure embeddings (gplvm) give only embedding_error
+            out = self._perplexities(split, ex)
+        if split.labels_train is not None and "embedding_train" in ex and "embedding_test" in ex:
+            out["embedding_error"] = embedding_error(np.asarray(ex["embedding_train"]), split.labels_train,
+                                                     np.asarray(ex["embedding_test"]), split.labels_test,
+                                                     params.svm_C)
+        if not out:
+            raise ValueError("the algorithm returned neither extras['loglik'] nor embeddings to score")
+        return out
+
+    @staticmethod
+    def _perplexities(split, ex):
+        ll = np.asarray(ex["loglik"], dtype=float).ravel()
         if ll.shape != (split.docs_test.shape[0],):
             raise ValueError(f"extras['loglik'] must hold one bound per held-out document "
                              f"({split.docs_test.shape[0]}), got shape {ll.shape}")
@@ -85,10 +99,5 @@ class TopicsTask(Task):
             raise ValueError("the algorithm returned NaN or inf held-out log-likelihoods")
         n_tokens = float(split.docs_test.sum())
         joint = float(ex.get("loglik_joint", ll.sum()))
-        out = {"perplexity": float(np.exp(-joint / n_tokens)),
-               "perplexity_conditional": float(np.exp(-ll.sum() / n_tokens))}
-        if split.labels_train is not None and "embedding_train" in ex and "embedding_test" in ex:
-            out["embedding_error"] = embedding_error(np.asarray(ex["embedding_train"]), split.labels_train,
-                                                     np.asarray(ex["embedding_test"]), split.labels_test,
-                                                     params.svm_C)
-        return out
+        return {"perplexity": float(np.exp(-joint / n_tokens)),
+                "perplexity_conditional": float(np.exp(-ll.sum() / n_tokens))}
