@@ -112,3 +112,68 @@ def test_heat_root_gives_the_same_optimum_as_the_dense_root():
     b = fit_mvgp(tr, HeatRoot(GR), HeatRoot(GC), sigma2=0.5, lam=0.5, grow_block=3)
     np.testing.assert_allclose(a["Z"] @ a["W"].T, b["Z"] @ b["W"].T, atol=1e-4)
     assert np.isclose(a["objective"][-1], b["objective"][-1], rtol=1e-6)
+
+
+def _planted_graph_model(M=60, N=40, seed=0):
+    """Rows in 3 clusters (a cluster graph), values = cluster profile + noise."""
+    rng = np.random.default_rng(seed)
+    lab = np.arange(M) % 3
+    same = (lab[:, None] == lab[None, :]) & ~np.eye(M, dtype=bool)
+    G = sp.csr_matrix(same.astype(float) * (rng.random((M, M)) < 0.3))
+    G = ((G + G.T) > 0).astype(float)
+    prof = 2 * rng.standard_normal((3, N))
+    Y = 3 + prof[lab] + 0.2 * rng.standard_normal((M, N))
+    return Y, G
+
+
+def test_new_row_predicted_through_row_covariance_better_than_column_mean():
+    """A held-out row (no training entry) of a graph-smooth planted model, via the ratings task path."""
+    Y, G = _planted_graph_model()
+    M, N = Y.shape
+    rng = np.random.default_rng(1)
+    mask = rng.random(Y.shape) < 0.5
+    new = np.array([0, 1, 2, 3, 4, 5])
+    mask[new] = False
+    tr = sp.coo_matrix((Y[mask], np.nonzero(mask)), shape=Y.shape)
+    tr_rows, tr_cols = np.repeat(new, N), np.tile(np.arange(N), new.size)
+    split = RatingsSplit(tr, tr_rows, tr_cols, G, None, None, None, True, 0)
+    ctx = Context.for_arrays(np.zeros((M, 1)), seed=0)
+    truth = Y[tr_rows, tr_cols]
+    colmean = np.bincount(tr.col, tr.data, N) / np.bincount(tr.col, minlength=N)
+    base = np.sqrt(np.mean((colmean[tr_cols] - truth) ** 2))
+    for name, extra in (("con-mvgp", {"lam": 1.0, "sigma2": 0.1}), ("mvgp", {"sigma2": 0.1}),
+                        ("kpmf", {"rank": 3, "sigma2": 0.1})):
+        algo = algorithms()[name]()
+        pred = algo.run(split, algo.Params(col_cov="identity", beta=4.0, shift=0.05, **extra), ctx)
+        rmse = np.sqrt(np.mean((pred.values - truth) ** 2))
+        assert rmse < 0.5 * base, (name, rmse, base)
+
+
+def test_inner_cv_picks_from_the_grid():
+    Y, G = _planted_graph_model(30, 20, seed=2)
+    rng = np.random.default_rng(3)
+    mask = rng.random(Y.shape) < 0.6
+    tr = sp.coo_matrix((Y[mask], np.nonzero(mask)), shape=Y.shape)
+    r, c = np.nonzero(~mask)
+    algo = algorithms()["con-mvgp"]()
+    pred = algo.run(RatingsSplit(tr, r, c, G, None, None, None, False, 0),
+                    algo.Params(select="inner-cv", col_cov="identity", max_rank=5),
+                    Context.for_arrays(np.zeros((30, 1)), seed=0))
+    assert pred.diagnostics["lambda"] in (0.1, 1.0, 10.0) and pred.diagnostics["sigma2"] in (0.1, 0.3, 1.0, 3.0)
+    colmean = np.bincount(tr.col, tr.data, 20) / np.bincount(tr.col, minlength=20)
+    assert np.sqrt(np.mean((pred.values - Y[r, c]) ** 2)) < np.sqrt(np.mean((colmean[c] - Y[r, c]) ** 2))
+
+
+def test_side_graph_datasets_load(tmp_path):
+    from tests.conftest import require_data
+    root = require_data("matrix/ciaodvd/ciao_ratings.txt", "matrix/yamanishi-dti/ic_admat_dgc.txt")
+    from malt.datasets.catalogue import DataRoots, entry
+    roots = DataRoots([root])
+    d = entry("ciaodvd-trust").loader(roots)
+    assert d["ratings"].shape == (2390, 3205) and d["ratings"].nnz == 22424
+    assert d["ratings"].data.min() >= 1 and d["ratings"].data.max() <= 5
+    full = entry("ciaodvd").loader(roots)
+    assert full["ratings"].shape == (17615, 16121) and full["ratings"].nnz == 72665 - 320
+    ic = entry("yamanishi-ic").loader(roots)
+    assert ic["ratings"].shape == (204, 210) and int((ic["ratings"].data == 2).sum()) == 1476
+    assert (ic["row_graph"] != ic["row_graph"].T).nnz == 0 and ic["col_graph"].shape == (210, 210)

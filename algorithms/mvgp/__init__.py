@@ -19,12 +19,12 @@ GRIDS = {"paper": (tuple(np.logspace(-3, 3, 5)), tuple(np.logspace(-3, 3, 20))),
          "coarse": ((0.1, 1.0, 10.0), (0.1, 0.3, 1.0, 3.0))}
 
 
-def covariance_sqrt(ctx, graph, which: str, kind: str, n: int):
+def covariance_sqrt(ctx, graph, which: str, kind: str, n: int, beta: float = 1.0, shift: float = 1.0):
     """G with G Gᵀ = C for the row/column covariance: None (identity) or the diffusion kernel
-    exp(−𝓛) + I as the sparse exact root :class:`HeatRoot` (never a dense n × n matrix)."""
+    exp(−β𝓛) + shift·I as the sparse exact root :class:`HeatRoot` (never a dense n × n matrix)."""
     if kind == "identity" or graph is None:
         return None
-    return HeatRoot(graph, 1.0, 1.0)
+    return HeatRoot(graph, beta, shift)
 
 
 def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None, select_lam=True):
@@ -32,8 +32,8 @@ def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None, select_lam=
     full-row scores for the distinct test rows (the ratings task's ranking convention)."""
     train = sp.coo_matrix(split.train)
     mu = float(train.data.mean())
-    GM = covariance_sqrt(ctx, split.row_graph, "rows", params.row_cov, train.shape[0])
-    GN = covariance_sqrt(ctx, split.col_graph, "cols", params.col_cov, train.shape[1])
+    GM = covariance_sqrt(ctx, split.row_graph, "rows", params.row_cov, train.shape[0], params.beta, params.shift)
+    GN = covariance_sqrt(ctx, split.col_graph, "cols", params.col_cov, train.shape[1], params.beta, params.shift)
 
     def fit(tr, lam_, s2):
         c = sp.coo_matrix((tr.data - mu, (tr.row, tr.col)), shape=tr.shape)
@@ -69,6 +69,9 @@ class _Common(Params):
                          Options("diffusion", "identity"))
     col_cov: str = param("diffusion", "column covariance C_N: 'diffusion' of col_graph, or 'identity'",
                          Options("diffusion", "identity"))
+    beta: float = param(1.0, "diffusion time β of the graph kernels exp(−β𝓛) + shift·I", Interval(0, None, "neither"))
+    shift: float = param(1.0, "diagonal shift of the graph kernels (larger = weaker graph coupling)",
+                         Interval(0, None, "neither"))
     max_rank: int = param(30, "largest rank of B the solver grows to", Interval(1, None))
     grow_block: int = param(5, "factors added per rank-growth step (top singular pairs of −∇ above λ)",
                             Interval(1, None))

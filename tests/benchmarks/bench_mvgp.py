@@ -69,15 +69,17 @@ def run(M, N, nnz, edges, dense, max_rank, lam=1.0, s2=0.1):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-rank", type=int, default=10)
+    ap.add_argument("--small", type=int, default=1000, help="side of the size both solvers run")
     a = ap.parse_args()
     print("size, solver, seconds, peak MiB, rank, objective, RMSE vs planted signal (5,000 random entries)")
-    small = (1000, 1000, 40000, 40000)
+    n = a.small
+    small = (n, n, 40 * n, 40 * n)
     old = run(*small, dense=True, max_rank=a.max_rank)
     new = run(*small, dense=False, max_rank=a.max_rank)
     for name, r in (("dense-root reference", old), ("heat-root con-mvgp", new)):
-        print(f"1000x1000 40k obs, {name}: {r[0]:.1f}s, {r[1]:.0f} MiB, rank {r[2]}, obj {r[3]:.6g}, "
+        print(f"{n}x{n} {40 * n} obs, {name}: {r[0]:.1f}s, {r[1]:.0f} MiB, rank {r[2]}, obj {r[3]:.6g}, "
               f"rmse {r[4]:.4f}", flush=True)
-    print(f"speed ratio reference/new at 1000x1000: {old[0] / new[0]:.2f}x; memory ratio "
+    print(f"speed ratio reference/new at {n}x{n}: {old[0] / new[0]:.2f}x; memory ratio "
           f"{old[1] / new[1]:.2f}x", flush=True)
     big = run(5000, 5000, 200000, 200000, dense=False, max_rank=a.max_rank)
     print(f"5000x5000 200k obs 200k-edge row graph, heat-root con-mvgp: {big[0]:.1f}s, {big[1]:.0f} MiB, "
