@@ -75,9 +75,10 @@ def test_taylor_missing_update_is_the_fixed_point_of_the_coupled_updates():
     np.testing.assert_allclose(np.r_[mu_l, mu_u], closed[np.r_[l, u]], atol=1e-9)
 
 
-def test_recovers_weights_and_label_correlations_from_model_data():
+@pytest.mark.parametrize("bound,kw", [("jj", dict(iterations=150, tol=0.0)), ("bohning", {})])
+def test_recovers_weights_and_label_correlations_from_model_data(bound, kw):
     X, Y, W, b, Sigma = simulate(6000, seed=0)
-    model = fit_bmr(X, Y, bound="jj", iterations=150, tol=0.0)
+    model = fit_bmr(X, Y, bound=bound, **kw)
     W_hat = model.W[:, :-1] / model.std
     # the variational fit attenuates W (the bound shrinks Σ), but its direction per label is exact up
     # to sampling noise and the attenuation is shared
