@@ -280,3 +280,22 @@ def test_sparse_text_features_give_the_dense_results():
     np.testing.assert_allclose(m.lnp_weights(Xs, nbrs).toarray(), m.lnp_weights(Xd, nbrs).toarray(), atol=1e-10)
     np.testing.assert_allclose(m.lle_weights(Xs, nbrs).toarray(), m.lle_weights(Xd, nbrs).toarray(), atol=1e-8)
     np.testing.assert_allclose(m.ltsa_matrix(Xs, nbrs, 2).toarray(), m.ltsa_matrix(Xd, nbrs, 2).toarray(), atol=1e-8)
+
+
+def test_fig_3_8_embeddings_are_the_eigenvector_and_the_lp_solution():
+    """Figure 3.8 helpers: the unsupervised LE coordinate is the second generalised eigenvector of
+    (L_u, D) (D-orthogonal to the constant), the semi-supervised one is GF on the centred 1-D code."""
+    from malt.algorithms.label_propagation import figures as fg
+
+    X, y = blobs(45, seed=2)
+    lab = np.concatenate([np.flatnonzero(y == c)[:3] for c in range(3)])
+    M, B = fg.alignment("LE", X, k=6)
+    v = fg.unsupervised_1d(M, B)
+    Ld, Dd = M.toarray(), B.toarray()
+    lam = v @ Ld @ v / (v @ Dd @ v)
+    np.testing.assert_allclose(Ld @ v, lam * Dd @ v, atol=1e-9)
+    assert abs(np.ones(45) @ Dd @ v) < 1e-9 and lam > 1e-9
+    W = knn_graph(X, GraphSpec(k=6))
+    code = y[lab] - y[lab].mean()
+    np.testing.assert_allclose(fg.semisupervised_1d(M, lab, y[lab]),
+                               m.gaussian_fields(W, lab, code[:, None])[:, 0], atol=1e-9)

@@ -1,0 +1,126 @@
+"""Figures of dissertation ch. 3 that are not results tables: Figure 3.8, the unsupervised and the
+unconstrained semi-supervised 1-D embeddings of Wine (LE, LLE, LTSA).
+
+    python -m malt.algorithms.label_propagation.figures fig-3-8 --out DIR [--labeled 30 --k 10]
+
+Unsupervised (bottom row): the smallest non-trivial eigenvector of the embedding's alignment
+matrix M (LE: generalised L_u v = λ D v, eq. 3.1/2.4; LLE: (I − W)ᵀ(I − W), eq. 3.32; LTSA:
+eq. 3.34). Semi-supervised (top row): the LP solution f of eq. 3.37, f_u = −M_uu⁻¹M_uℓ y_ℓ, for a
+1-D label coding y_ℓ = class index − mean (the thesis's figure is 1-D; multi-class prediction uses
+one-vs-rest columns instead). Points are drawn in dataset order, coloured by class, labelled
+points ringed. Writes fig-3-8.png and fig-3-8.pdf.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+
+from . import methods as m
+from .graph import GraphSpec, degrees, knn_graph, knn_lists, laplacian, scaled
+
+KINDS = ("LE", "LLE", "LTSA")
+
+
+def alignment(kind: str, X, k: int = 10, scale: str = "none", reg: float = 1e-3):
+    """(M, B) for the generalised eigenproblem M v = λ B v of the 1-D embedding ``kind``."""
+    Z = scaled(X, scale)
+    lists = knn_lists(Z, k)
+    if kind == "LE":
+        W = knn_graph(Z, GraphSpec(k=k), lists)
+        return laplacian(W), sp.diags(degrees(W))
+    M = m.lle_matrix(Z, lists["indices"], reg) if kind == "LLE" else m.ltsa_matrix(Z, lists["indices"], 1)
+    return M, sp.identity(M.shape[0])
+
+
+def unsupervised_1d(M, B) -> np.ndarray:
+    """The smallest non-trivial generalised eigenvector of (M, B): the first with eigenvalue above
+    1e-9·λ_max (the bottom one is constant; a disconnected graph has one zero per component)."""
+    vals, vecs = scipy.linalg.eigh(np.asarray(sp.csr_matrix(M).todense()), np.asarray(sp.csr_matrix(B).todense()))
+    return vecs[:, int(np.argmax(vals > 1e-9 * max(vals[-1], 1e-300)))]
+
+
+def semisupervised_1d(M, labeled: np.ndarray, y_l: np.ndarray) -> np.ndarray:
+    """Unconstrained semi-supervised 1-D embedding f (eq. 3.37) for the coding y_ℓ − mean."""
+    code = y_l.astype(float) - y_l.mean()
+    return m.embedding_lp(M, labeled, code[:, None])[:, 0]
+
+
+def embeddings(X, y, labeled: np.ndarray, k: int = 10, scale: str = "none") -> dict:
+    """{kind: (unsupervised, semi-supervised)} 1-D embeddings for LE, LLE, LTSA."""
+    out = {}
+    for kind in KINDS:
+        M, B = alignment(kind, X, k, scale)
+        out[kind] = (unsupervised_1d(M, B), semisupervised_1d(M, labeled, y[labeled]))
+    return out
+
+
+def separation(e: np.ndarray, y: np.ndarray) -> float:
+    """Error of the best 1-D threshold rule for consecutive classes ordered by their medians: a
+    number printed next to each panel (how well the embedding keeps the classes apart)."""
+    classes = np.unique(y)
+    order = classes[np.argsort([np.median(e[y == c]) for c in classes])]
+    rank = np.empty(len(classes), int)
+    rank[np.searchsorted(classes, order)] = np.arange(len(classes))
+    target = rank[np.searchsorted(classes, y)]
+    cuts = [(np.median(e[target == r]) + np.median(e[target == r + 1])) / 2 for r in range(len(classes) - 1)]
+    return float(np.mean(np.searchsorted(np.sort(cuts), e) != target))
+
+
+def fig_3_8(out: Path, labeled: int = 30, k: int = 10, seed: int = 0) -> dict:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from malt.datasets.catalogue import DataRoots, entry
+
+    ds = entry("wine").loader(DataRoots.default())
+    X, y = ds.components["X"], np.asarray(ds.components["y"])
+    rng = np.random.default_rng(seed)
+    lab = np.sort(np.concatenate([rng.choice(np.flatnonzero(y == c), labeled // 3, replace=False)
+                                  for c in np.unique(y)]))
+    emb = embeddings(X, y, lab, k)
+    fig, axes = plt.subplots(2, 3, figsize=(12, 6), sharex=True)
+    colors = plt.cm.tab10(np.arange(3))
+    stats = {}
+    for j, kind in enumerate(KINDS):
+        for i, (row, e) in enumerate((("semi-supervised", emb[kind][1]), ("unsupervised", emb[kind][0]))):
+            ax = axes[i, j]
+            for c in np.unique(y):
+                idx = np.flatnonzero(y == c)
+                ax.scatter(idx, e[idx], s=10, color=colors[c], label=f"class {c + 1}")
+            if i == 0:
+                ax.scatter(lab, e[lab], s=40, facecolors="none", edgecolors="k", linewidths=0.8, label="labelled")
+            err = separation(e, y)
+            stats[f"{kind} {row}"] = err
+            ax.set_title(f"{kind}{'LP' if i == 0 else ''} {row} (1-D split error {100 * err:.0f} %)", fontsize=9)
+            ax.set_xlabel("point (dataset order)")
+    axes[0, 0].legend(fontsize=7)
+    fig.suptitle(f"Figure 3.8: Wine, 1-D embeddings (k = {k}, unscaled features, {len(lab)} labelled)")
+    fig.tight_layout()
+    out.mkdir(parents=True, exist_ok=True)
+    for ext in ("png", "pdf"):
+        fig.savefig(out / f"fig-3-8.{ext}", dpi=110)
+    plt.close(fig)
+    return stats
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("figure", choices=["fig-3-8"])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--labeled", type=int, default=30)
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    stats = fig_3_8(a.out, a.labeled, a.k, a.seed)
+    for name, err in stats.items():
+        print(f"{name:28s} 1-D split error {100 * err:5.1f} %")
+
+
+if __name__ == "__main__":
+    main()
