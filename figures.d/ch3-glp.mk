@@ -1,14 +1,68 @@
-# Dissertation ch. 3: graph-based semi-supervised learning.
+# Dissertation ch. 3: graph-based semi-supervised learning (GLP family).
+# Five-fold semi-supervised CV (task `semisupervised`, option `labeled`); kNN graph k = 10,
+# unscaled features as in the thesis (--param scale=standardize is the other setting we report);
+# text sets: sparse tf-idf rows and a cosine kNN graph (--param weight=cosine).
 
 F34_ALGOS = gf gwem lnp lgc tikreg ck ltsalp
-F34_DATASETS ?= hepatitis breast-cancer wine iris glass pima usps letter-ef
+F33_ALGOS = lelp lelpc llelp llelpc ltsalp ltsalpc
+F34_DATASETS ?= hepatitis breast-cancer wine iris glass pima usps-1234 letter-ef
+F33_DATASETS ?= wine2 hepatitis breast-cancer pima letter-ef
+TEXT_DATASETS ?= different100 similar100 same100 different1000 same1000 classic3
+F31_DATASETS ?= breast-cancer pima glass wine usps-1234 letter-ef
+F32_DATASETS ?= different100 similar100 same100 same1000 different1000 classic3
+GLP_CURVE_LABELED ?= 10 20 30 40 50 60
+GLP_LABELED = 30 40 50
+TEXT_PARAMS = --param weight=cosine
 
-FIGURES_ALL += fig-3-4
-.PHONY: fig-3-4
+FIGURES_ALL += fig-3-1 fig-3-2 fig-3-3 fig-3-4 fig-3-5 fig-3-6 fig-3-4-text fig-3-5-text fig-3-6-text fig-3-8
+.PHONY: fig-3-1 fig-3-2 fig-3-3 fig-3-4 fig-3-5 fig-3-6 fig-3-4-text fig-3-5-text fig-3-6-text fig-3-8
 
-# Figure 3.4: graph-based semi-supervised learning with 30 labelled points.
+# $(call glp_table,TARGET,LABELED,DATASETS,ALGOS,PARAMS): run and tabulate one l.
+glp_run = for d in $(3); do \
+	  $(CV) $(call algoflags,$(4)) --dataset $$d --task semisupervised --labeled $(2) $(5) || exit 1; done
+glp_table = $(call glp_run,$(1),$(2),$(3),$(4),$(5)) && \
+	$(call tables,$(1),--task semisupervised --where labeled=$(2) $(foreach d,$(3),--dataset $(d)) \
+	  $(foreach a,$(call algos,$(4)),--algo $(a)) --across-datasets)
+
+# Figures 3.4-3.6: the seven methods with l = 30 / 40 / 50 labelled points, UCI sets.
 fig-3-4: install
-	for d in $(F34_DATASETS); do \
-	  $(CV) $(call algoflags,$(F34_ALGOS)) --dataset $$d --task semisupervised --labeled 30 || exit 1; done
-	$(call tables,fig-3-4,--task semisupervised --where labeled=30 --across-datasets)
-	$(PLOT) --task semisupervised --where labeled=30 --out $(FIGOUT)/fig-3-4
+	$(call glp_table,fig-3-4,30,$(F34_DATASETS),$(F34_ALGOS))
+	$(PLOT) --task semisupervised --where labeled=30 $(foreach d,$(F34_DATASETS),--dataset $(d)) --out $(FIGOUT)/fig-3-4
+fig-3-5: install
+	$(call glp_table,fig-3-5,40,$(F34_DATASETS),$(F34_ALGOS))
+fig-3-6: install
+	$(call glp_table,fig-3-6,50,$(F34_DATASETS),$(F34_ALGOS))
+
+# The same on the text sets (the thesis's rows Dif100 ... Classic3 of Figures 3.4-3.6).
+fig-3-4-text: install
+	$(call glp_table,fig-3-4-text,30,$(TEXT_DATASETS),$(F34_ALGOS),$(TEXT_PARAMS))
+fig-3-5-text: install
+	$(call glp_table,fig-3-5-text,40,$(TEXT_DATASETS),$(F34_ALGOS),$(TEXT_PARAMS))
+fig-3-6-text: install
+	$(call glp_table,fig-3-6-text,50,$(TEXT_DATASETS),$(F34_ALGOS),$(TEXT_PARAMS))
+
+# Figure 3.3: the six embedding-based methods on the two-class sets, l = 30, 40, 50.
+fig-3-3: install
+	for l in $(GLP_LABELED); do $(call glp_run,fig-3-3,$$l,$(F33_DATASETS),$(F33_ALGOS)); done
+	$(call tables,fig-3-3-l30,--task semisupervised --where labeled=30 $(foreach d,$(F33_DATASETS),--dataset $(d)) \
+	  $(foreach a,$(call algos,$(F33_ALGOS)),--algo $(a)) --across-datasets)
+	$(call tables,fig-3-3-l40,--task semisupervised --where labeled=40 $(foreach d,$(F33_DATASETS),--dataset $(d)) \
+	  $(foreach a,$(call algos,$(F33_ALGOS)),--algo $(a)) --across-datasets)
+	$(call tables,fig-3-3-l50,--task semisupervised --where labeled=50 $(foreach d,$(F33_DATASETS),--dataset $(d)) \
+	  $(foreach a,$(call algos,$(F33_ALGOS)),--algo $(a)) --across-datasets)
+
+# Figures 3.1 / 3.2: test error as increasingly many points are labelled (curves over l),
+# UCI sets / text sets (the thesis does not list its l grid; we use GLP_CURVE_LABELED).
+fig-3-1: install
+	for l in $(GLP_CURVE_LABELED); do $(call glp_run,fig-3-1,$$l,$(F31_DATASETS),$(F34_ALGOS)); done
+	$(PLOT) --task semisupervised $(foreach d,$(F31_DATASETS),--dataset $(d)) \
+	  $(foreach a,$(call algos,$(F34_ALGOS)),--algo $(a)) --metric error --out $(FIGOUT)/fig-3-1
+fig-3-2: install
+	for l in $(GLP_CURVE_LABELED); do $(call glp_run,fig-3-2,$$l,$(F32_DATASETS),$(F34_ALGOS),$(TEXT_PARAMS)); done
+	$(PLOT) --task semisupervised $(foreach d,$(F32_DATASETS),--dataset $(d)) \
+	  $(foreach a,$(call algos,$(F34_ALGOS)),--algo $(a)) --metric error --out $(FIGOUT)/fig-3-2
+
+# Figure 3.8: unsupervised vs semi-supervised 1-D embeddings of Wine (LE, LLE, LTSA), PNG + PDF.
+fig-3-8: install
+	mkdir -p $(FIGOUT) && MALT_DATA=$(FIGDATA) $(BIN)/python -m malt.algorithms.label_propagation.figures \
+	  fig-3-8 --out $(FIGOUT) | tee $(FIGOUT)/fig-3-8.txt
