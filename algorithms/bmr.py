@@ -113,7 +113,8 @@ def bohning_bound(Y, known, Xd, W, Sigma, mu, S, zeta, ridge, RtR=None, psi=0.0)
         RtR = R.T @ R
     y0 = np.where(known, Y, 0.0)
     if zeta is mu:  # expanded at the mean itself (as fit_bmr does): the linear and quadratic terms vanish
-        lik = np.sum(y0 * mu - known * log_partition(mu))
+        lp = log_partition(mu)
+        lik = np.sum(y0 * mu) - (lp.sum() if known.all() else np.sum(lp[known]))
     else:
         D = mu - zeta
         lik = (y0 * mu).sum() - np.sum(known * (log_partition(zeta) + expit(zeta) * D + 0.5 * BOHNING * D ** 2))
@@ -154,7 +155,7 @@ def joint_mean_update(C: np.ndarray, U: np.ndarray, h: np.ndarray, Sigma: np.nda
     a Sylvester-type equation that both eigenbases diagonalise: with X = U diag(s) Vᵀ (thin SVD),
     h = s² / (s² + ridge) and Σ = Q diag(σ) Qᵀ, r = 1 / (1 + σ/4), k = σ r,
     (Uᵀ μ Q)_ij = (Uᵀ C Q)_ij k_j / (1 − h_i r_j) and (I − UUᵀ) μ Q = (I − UUᵀ) C Q diag(k).
-    One call costs two n × L × L and two n × d × L products and no per-row factorisation.
+    One call costs one n × L × L and two n × d × L products and no per-row factorisation.
 
     Parameters
     ----------
@@ -171,10 +172,10 @@ def joint_mean_update(C: np.ndarray, U: np.ndarray, h: np.ndarray, Sigma: np.nda
     sig = np.maximum(sig, 1e-300)
     r = 1.0 / (1.0 + BOHNING * sig)
     k = sig * r
-    Ct = C @ Q
-    UC = U.T @ Ct
+    UC = (U.T @ C) @ Q  # (r, L): the only n-sized products are Uᵀ C, C K and U (·) below
     gain = k[None, :] / (1.0 - h[:, None] * r[None, :])  # (r, L)
-    mu = (Ct * k + U @ (UC * (gain - k[None, :]))) @ Q.T
+    mu = C @ ((Q * k) @ Q.T)
+    mu += U @ ((UC * (gain - k[None, :])) @ Q.T)
     return mu, (UC * gain) @ Q.T
 
 
@@ -225,6 +226,7 @@ def fit_bmr(X, Y, *, bound: str = "bohning", iterations: int = 200, tol: float =
     S = Sigma.copy()
     trace: list[float] = []
     frac_known = known.mean(0)
+    all_known = bool(known.all())
     eye = np.eye(L)
     it = 0
     for it in range(1, iterations + 1):
@@ -252,7 +254,10 @@ def fit_bmr(X, Y, *, bound: str = "bohning", iterations: int = 200, tol: float =
             # Böhning: the bound is jointly quadratic in (μ, W) for fixed Σ and ζ = μ_old; unknown
             # entries' −⅛ μ² terms are majorised at μ_old (coefficient ¼ μ_old), so every iteration is
             # an exact joint maximisation of a minorant (4.5 + 4.7 + 4.9-4.10 at once): monotone.
-            C = known * (Yk - expit(mu)) + BOHNING * mu
+            C = Yk - expit(mu)
+            if not all_known:
+                C *= known
+            C += BOHNING * mu
             mu, A = joint_mean_update(C, U, h, Sigma)
             W = ((A.T * (sv / (sv ** 2 + ridge))) @ Vt)
             S = _spd_inv(_spd_inv(Sigma) + BOHNING * np.diag(frac_known))  # shared Σ̂ = (Σ⁻¹ + Ā)⁻¹
