@@ -141,7 +141,7 @@ def test_new_row_predicted_through_row_covariance_better_than_column_mean():
     truth = Y[tr_rows, tr_cols]
     colmean = np.bincount(tr.col, tr.data, N) / np.bincount(tr.col, minlength=N)
     base = np.sqrt(np.mean((colmean[tr_cols] - truth) ** 2))
-    for name, extra in (("con-mvgp", {"lam": 1.0, "sigma2": 0.1}), ("mvgp", {"sigma2": 0.1}),
+    for name, extra in (("con-mvgp", {"lam": 1.0, "sigma2": 0.1, "max_rank": 6}), ("mvgp", {"sigma2": 0.1, "max_rank": 6}),
                         ("kpmf", {"rank": 3, "sigma2": 0.1})):
         algo = algorithms()[name]()
         pred = algo.run(split, algo.Params(col_cov="identity", beta=4.0, shift=0.05, **extra), ctx)
@@ -157,7 +157,7 @@ def test_inner_cv_picks_from_the_grid():
     r, c = np.nonzero(~mask)
     algo = algorithms()["con-mvgp"]()
     pred = algo.run(RatingsSplit(tr, r, c, G, None, None, None, False, 0),
-                    algo.Params(select="inner-cv", col_cov="identity", max_rank=5),
+                    algo.Params(select="inner-cv", col_cov="identity", max_rank=4),
                     Context.for_arrays(np.zeros((30, 1)), seed=0))
     assert pred.diagnostics["lambda"] in (0.1, 1.0, 10.0) and pred.diagnostics["sigma2"] in (0.1, 0.3, 1.0, 3.0)
     colmean = np.bincount(tr.col, tr.data, 20) / np.bincount(tr.col, minlength=20)

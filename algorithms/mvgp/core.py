@@ -176,8 +176,19 @@ def smooth_gradient_top(U, V, GM, GN, rows, cols, y, sigma2, frob, shape, bshape
     return u[:, o], s[o], vt[o].T
 
 
-def fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, frob=1.0, max_rank=50,
-             fixed_rank=None, maxiter=200, grow_iter=30, grow_block=1, tol=1e-6, rng=None):
+def fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, **kw):
+    """Solve eq. 11 (see :func:`_fit_mvgp` for the parameters) with BLAS limited to one thread.
+
+    The work is many small level-1/2 BLAS calls (L-BFGS two-loop, thin products); on a loaded
+    machine multi-threaded BLAS spin-waits dominate (measured 8× slower on the Yamanishi GPCR set).
+    """
+    from threadpoolctl import threadpool_limits
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _fit_mvgp(train, GM, GN, **kw)
+
+
+def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, frob=1.0, max_rank=50,
+              fixed_rank=None, maxiter=200, grow_iter=30, grow_block=1, tol=1e-6, rng=None):
     """Solve eq. 11 by rank growth + L-BFGS refinement; return factors Z = G_M U, W = G_N V.
 
     fixed_rank : start at that rank and never grow (KPMF). Otherwise start at rank 1 and add a
