@@ -55,15 +55,22 @@ class BMRModel:
     def design(self, X) -> np.ndarray:
         return design_matrix(X, self.mean, self.std)
 
-    def predict(self, X, block: int = 262_144) -> np.ndarray:
-        """η* = W x (4.11), computed in row blocks so huge X stays within memory."""
-        X = np.asarray(to_dense(X), dtype=float)
+    def predict(self, X, block: int = 262_144, dtype=np.float64, out: np.ndarray | None = None) -> np.ndarray:
+        """η* = W x (4.11), computed in row blocks so huge X stays within memory.
+
+        ``dtype=np.float32`` computes in single precision (half the memory traffic; scores differ by
+        ~1e-6); ``out`` is an (n, L) array of that dtype to write into (saves first-touch page faults
+        of a fresh 10⁶ × 101 result when predicting repeatedly).
+        """
+        X = to_dense(X)
         Wx = self.W[:, :-1] / self.std  # fold standardisation into W
-        b = self.W[:, -1] - Wx @ self.mean
-        out = np.empty((X.shape[0], self.W.shape[0]))
+        b = (self.W[:, -1] - Wx @ self.mean).astype(dtype)
+        Wt = np.ascontiguousarray(Wx.T, dtype=dtype)
+        if out is None:
+            out = np.empty((X.shape[0], self.W.shape[0]), dtype=dtype)
         for s in range(0, X.shape[0], block):
-            np.matmul(X[s:s + block], Wx.T, out=out[s:s + block])
-        out += b
+            np.matmul(np.asarray(X[s:s + block], dtype=dtype), Wt, out=out[s:s + block])
+            out[s:s + block] += b
         return out
 
 
