@@ -29,6 +29,17 @@ def require_data(*relpaths: str) -> Path:
     return root
 
 
+def require_reference(module: str):
+    """Import a reference implementation from the test extra; under CI its absence is a failure."""
+    try:
+        return __import__(module, fromlist=["_"])
+    except ImportError as exc:
+        why = f"reference implementation {module} is not installed (pip install -e '.[test]'): {exc}"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set but {why}")
+        pytest.skip(why)
+
+
 @pytest.fixture
 def repo_path(tmp_path) -> Path:
     """A fresh, empty repository folder for one test."""

@@ -13,7 +13,7 @@ from malt.algorithms.iblr import IBLR, IBLRParams, neighbour_label_rates
 from malt.algorithms.mlknn import MLkNN, MLkNNParams, mlknn_posteriors, mlknn_tables
 from malt.context import Context
 from malt.splits import MultilabelSplit
-from tests.conftest import require_data
+from tests.conftest import require_data, require_reference
 
 
 def _data(n=120, d=5, L=4, seed=0):
@@ -61,7 +61,7 @@ def test_mlknn_matches_brute_force_transcription(k, s):
 
 
 def test_mlknn_matches_scikit_multilearn(monkeypatch):
-    skml = pytest.importorskip("skmultilearn.adapt.mlknn", reason="scikit-multilearn is a test-only extra")
+    skml = require_reference("skmultilearn.adapt.mlknn")
     k, s = 6, 1.0
     X, Y = _data(seed=3)
     # scikit-multilearn 0.2.0 calls NearestNeighbors(k) positionally, which current scikit-learn
