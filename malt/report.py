@@ -20,10 +20,16 @@ PUBLISHED_COLUMNS = ["source", "dataset", "task", "setting", "algorithm", "print
 
 
 def published() -> pd.DataFrame:
-    """The reference numbers, exactly as printed (percent metrics in percent), one row per cell."""
-    path = resources.files("malt") / "published" / "published.csv"
-    with resources.as_file(path) as file:
-        return pd.read_csv(file, dtype=str, keep_default_na=False)  # numbers kept as printed
+    """The reference numbers, exactly as printed (percent metrics in percent), one row per cell.
+
+    Every ``malt/published/*.csv`` is read (one file per paper or family, same columns)."""
+    folder = resources.files("malt") / "published"
+    frames = []
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".csv"):
+            with resources.as_file(entry) as file:
+                frames.append(pd.read_csv(file, dtype=str, keep_default_na=False))  # kept as printed
+    return pd.concat(frames, ignore_index=True)[PUBLISHED_COLUMNS]
 
 
 def parse_setting(text: str) -> dict[str, str]:
