@@ -327,21 +327,28 @@ def plot_sweep(rs, family: Family, metric: str, error: str = "std"):
     styles = _line_styles(summary)
     labels = legend_labels(rs, sorted(summary["display"].unique()))
     xs_all = sorted({float(v) * xscale for v in summary["setting"]})
-    span = (xs_all[-1] - xs_all[0]) if len(xs_all) > 1 else 1.0
+    # settings spanning an order of magnitude (50 ... 1600 labelled rows) read better on a log axis
+    logx = len(xs_all) > 2 and xs_all[0] > 0 and xs_all[-1] / xs_all[0] >= 8
+    to_axis, from_axis = (np.log, np.exp) if logx else (lambda v: v, lambda v: v)
+    lo, hi = to_axis(np.array(xs_all[0])), to_axis(np.array(xs_all[-1]))
+    span = (hi - lo) if len(xs_all) > 1 else 1.0
     order = sorted(summary["display"].unique(), key=lambda d: (summary.loc[summary.display == d, "algorithm"].iloc[0], d))
-    dodge = 0.02 * span
+    dodge = 0.012 * span
     handles = []
     for i, display in enumerate(order):
         part = summary[summary["display"] == display].sort_values("setting")
         offset = (i - (len(order) - 1) / 2) * dodge  # keeps overlapping error bars apart
-        x = part["setting"].astype(float).to_numpy() * xscale + offset
+        x = from_axis(to_axis(part["setting"].astype(float).to_numpy() * xscale) + offset)
         h = ax.errorbar(x, part["mean"].to_numpy(dtype=float), yerr=part["err"].to_numpy(dtype=float), label=labels[display], elinewidth=0.9,
                         markeredgewidth=0.6, markerfacecolor="white" if styles[display]["linestyle"] != "-" else None,
                         **styles[display])
         handles.append(h)
+    if logx:
+        ax.set_xscale("log")
+        ax.minorticks_off()
     ax.set_xticks(xs_all)
     ax.set_xticklabels([_fmt_value(round(x, 6)) for x in xs_all])
-    ax.set_xlim(xs_all[0] - 0.08 * span, xs_all[-1] + 0.08 * span)
+    ax.set_xlim(from_axis(lo - 0.08 * span), from_axis(hi + 0.08 * span))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(metric_axis_label(metric))
     ax.grid(True, axis="y", linewidth=0.4, alpha=0.5)
