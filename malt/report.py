@@ -63,7 +63,9 @@ def comparison(rs, family_experiments=None, reference: pd.DataFrame | None = Non
         for exp in matching_experiments(rs, ref):
             if family_experiments is not None and exp not in family_experiments:
                 continue
-            part = frame[(frame["experiment"] == exp) & (frame["algorithm"] == ref["algorithm"])
+            # "name" matches every setting of the algorithm, "name[k=v]" (a display key) just that one
+            column = "display" if "[" in ref["algorithm"] else "algorithm"
+            part = frame[(frame["experiment"] == exp) & (frame[column] == ref["algorithm"])
                          & (frame["metric"] == ref["metric"])]
             for display, group in part.groupby("display"):
                 values = group["value"].to_numpy(dtype=float) * metric_scale(ref["metric"])
@@ -71,7 +73,7 @@ def comparison(rs, family_experiments=None, reference: pd.DataFrame | None = Non
                 rows.append({"source": ref["source"], "dataset": ref["dataset"], "setting": ref["setting"],
                              "printed": ref["printed"], "display": display, "metric": ref["metric"],
                              "ours": format_mean_std(float(values.mean()), std, metric_info(ref["metric"]).percent),
-                             "published": f"{ref['mean']} ± {ref['std']}",
+                             "published": f"{ref['mean']} ± {ref['std']}" if ref["std"] else ref["mean"],
                              "difference": f"{values.mean() - float(ref['mean']):+.1f}", "folds": len(values)})
     return pd.DataFrame(rows, columns=["source", "dataset", "setting", "printed", "display", "metric", "ours",
                                        "published", "difference", "folds"])
