@@ -146,6 +146,12 @@ def local_global_consistency(W, labeled, Y_l, alpha: float) -> np.ndarray:
     """Fixed point of LGC (Zhou et al. 2004), eq. 3.15: F = (1−α)(I − αS)⁻¹Y, S = D^{-1/2}WD^{-1/2}.
 
     Y is the one-hot label on labelled rows and 0 elsewhere. Solved directly (one sparse LU).
+
+    With S = Σ_k λ_k v_k v_kᵀ (λ_1 = 1, v_1 ∝ D^{1/2}1 on a connected graph),
+    F = Σ_k (1−α)/(1−αλ_k) v_k v_kᵀ Y: as α → 1 the k = 1 term (weight 1, the others shrink like
+    (1−α)/(1−λ_k)) dominates, F_ic → √d_i Σ_{j labelled c} √d_j / vol, and every point gets the
+    class with the most labelled degree mass. On graphs with a clear spectral gap (cosine kNN graphs
+    of tf-idf text) α = 0.99 is already in that regime; see `lgc_limit_class`.
     """
     W = sp.csr_matrix(W)
     n = W.shape[0]
@@ -154,6 +160,13 @@ def local_global_consistency(W, labeled, Y_l, alpha: float) -> np.ndarray:
     Y[lab] = Y_l
     A = sp.identity(n) - alpha * normalized_adjacency(W)
     return (1 - alpha) * _factor(A).solve(Y)
+
+
+def lgc_limit_class(W, labeled, y_l, n_classes: int) -> int:
+    """The class LGC assigns to every point of a connected graph as α → 1 (eq. 3.15's limit):
+    argmax_c Σ_{j labelled c} √d_j."""
+    mass = np.bincount(np.asarray(y_l), weights=np.sqrt(degrees(W)[np.asarray(labeled)]), minlength=n_classes)
+    return int(np.argmax(mass))
 
 
 def propagate(U, Y: np.ndarray, alpha: float, tol: float = 1e-9, max_iter: int = 100000):

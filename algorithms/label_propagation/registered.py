@@ -138,7 +138,8 @@ class Tikreg(_GraphAlgorithm):
 
 @dataclass(frozen=True, kw_only=True)
 class AlphaParams(GraphParams):
-    alpha: float = param(0.99, "propagation weight α = 1/(1+μ) (eqs. 3.15, 3.19)", Interval(0, 1, "neither"))
+    alpha: float = param(0.9, "propagation weight α = 1/(1+μ) (eqs. 3.15, 3.19); near 1 every point gets the "
+                         "class with the most labelled degree mass", Interval(0, 1, "neither"))
 
 
 @register
@@ -205,7 +206,8 @@ class ClusterKernel(_GraphAlgorithm):
     def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
         from sklearn.linear_model import LogisticRegression
 
-        V = m.cluster_kernel_embedding(W, params.dim or C)
+        V = ctx.cached("ck-embedding", {**params.graph_spec().to_dict(), "dim": params.dim or C},
+                       lambda: m.cluster_kernel_embedding(W, params.dim or C))
         F = np.zeros((W.shape[0], C))
         present = np.unique(y_l)
         if present.size == 1:
