@@ -1,6 +1,7 @@
 """The `multilabel` task: predict whole label rows of unseen points (dissertation §4.4, §5.4).
 
-Five folds over rows (or the dataset's own train/test split with ``split=given``). Training labels
+Five folds over rows (or the dataset's own train/test split with ``split=given``, run ``repeats``
+times with a different algorithm seed each time; the repeats take the place of folds). Training labels
 may have a ``missing`` fraction of entries hidden (NaN), ``discard`` drops partially labelled
 training rows (the papers' "-D" variants), ``labeled`` caps the training rows (learning curves).
 """
@@ -40,6 +41,8 @@ class MultilabelParams(Params):
     split: str = param("cv", "'cv' for k-fold CV, 'given' for the dataset's own train/test split",
                        Options("cv", "given"))
     seed: int = param(0, "seed of the fold assignment and the hidden entries", Interval(0, None))
+    repeats: int = param(1, "with split=given: runs on the same split, each with its own seed (a sampler's "
+                         "restarts; Rai & Daumé average 10)", Interval(1, None))
 
 
 @register_task
@@ -54,9 +57,12 @@ class MultilabelTask(Task):
                             f"'{dataset.name}' has {', '.join(sorted(dataset.components))}.")
         if params.split == "given" and "given_train" not in dataset.meta:
             raise DataError(f"Dataset '{dataset.name}' ships no train/test split; use --task-param split=cv.")
+        if params.repeats > 1 and params.split != "given":
+            raise DataError("repeats applies to the dataset's own split; add --task-param split=given "
+                            "(cross-validation repeats itself over --folds).")
 
     def n_folds(self, dataset, params):
-        return 1 if params.split == "given" else params.folds
+        return params.repeats if params.split == "given" else params.folds
 
     def _parts(self, dataset, params, fold):
         n = dataset.n_rows
