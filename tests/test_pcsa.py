@@ -39,12 +39,12 @@ def test_stein_solver_matches_kronecker_brute_force():
     np.testing.assert_allclose(F2, brute2, atol=1e-9)
 
 
-@pytest.mark.parametrize("prior", ["ard", "jeffreys"])
-def test_bound_monotone_and_planted_recovery(prior):
+@pytest.mark.parametrize("prior,fill", [("ard", "point"), ("jeffreys", "point"), ("ard", "latent")])
+def test_bound_monotone_and_planted_recovery(prior, fill):
     rng = np.random.default_rng(1)
     T, X = _planted(rng)
     mask = rng.random(X.shape) > 0.3
-    fit = pcsa_fit(X, mask, d1=10, d2=10, prior=prior, max_iter=1500, tol=0, rng=rng)
+    fit = pcsa_fit(X, mask, d1=10, d2=10, prior=prior, max_iter=1500, tol=0, rng=rng, fill=fill)
     b = np.asarray(fit["bound"])
     assert np.all(np.diff(b) >= -1e-8 * np.abs(b[1:])), np.diff(b).min()
     # the co-subspaces are exchangeable in rank (ARD moves it between them slowly), so the total
@@ -84,3 +84,36 @@ def test_tensor_pcsa3_bound_monotone_and_fills_hidden_entries():
     assert np.all(np.diff(b) >= -1e-8 * np.abs(b[1:])), np.diff(b).min()
     rmse = np.sqrt(np.mean((fit["values"] - T)[~mask] ** 2))
     assert rmse < 0.1 * T.std(), (rmse, T.std())
+
+
+def test_latent_fill_keeps_noise_estimate_when_most_entries_missing():
+    # 60 % missing: 'point' fill counts the self-fitted entries as zero-residual data and inflates τ
+    # (about 1/0.4 at the fixed point); 'latent' fill charges them 1/⟨τ⟩ and recovers the noise sd 0.3
+    rng = np.random.default_rng(4)
+    T, X = _planted(rng, D1=80, D2=120, d1=2, d2=1, noise=0.3)
+    mask = rng.random(X.shape) < 0.4
+    sd = {f: 1 / np.sqrt(pcsa_fit(X, mask, d1=8, d2=8, max_iter=400, rng=np.random.default_rng(0),
+                                    fill=f)["tau"]) for f in ("point", "latent")}
+    assert 0.2 < sd["latent"] < 0.4, sd
+    assert sd["point"] < 0.6 * sd["latent"], sd
+
+
+def test_ratings_split_through_registry_beats_global_mean():
+    import scipy.sparse as sp
+    from malt.splits import RatingsSplit
+    rng = np.random.default_rng(5)
+    T, X = _planted(rng, D1=70, D2=90, d1=2, d2=1, noise=0.2)
+    obs = np.flatnonzero(rng.random(X.size) < 0.7)
+    test = rng.random(obs.size) < 0.3
+    r, c = np.unravel_index(obs, X.shape)
+    train = sp.coo_matrix((X.ravel()[obs[~test]], (r[~test], c[~test])), shape=X.shape)
+    split = RatingsSplit(train, r[test], c[test])
+    ctx = Context.for_arrays(np.zeros((70, 1)), seed=0)
+    for name in ("pcsa", "pcsa-sparse"):
+        algo = get_algorithm(name)()
+        pred = algo.run(split, algo.Params(fill="latent"), ctx)
+        truth = T[r[test], c[test]]
+        rmse = np.sqrt(np.mean((pred.values - truth) ** 2))
+        base = np.sqrt(np.mean((train.data.mean() - truth) ** 2))
+        assert pred.values.shape == truth.shape
+        assert rmse < 0.5 * base, (name, rmse, base)

@@ -8,7 +8,7 @@ import numpy as np
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
-from malt.splits import Prediction
+from malt.splits import Prediction, RatingsSplit
 
 from .core import pcsa_fit, solve_stein_eig  # noqa: F401  (public API)
 
@@ -21,6 +21,9 @@ class PCSAParams(Params):
     tol: float = param(1e-6, "stop when the bound's relative increase falls below this", Interval(0, 1))
     center: str = param("global", "subtract the observed mean before fitting ('global') or not ('none')",
                         Options("global", "none"))
+    fill: str = param("point", "missing entries: 'point' = filled with the posterior mean as if observed (§3.1); "
+                      "'latent' = same mean, plus their variance 1/⟨τ⟩ in the noise update (keeps τ honest "
+                      "when most entries are missing)", Options("point", "latent"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,7 +42,7 @@ def _fit_matrix(M, mask, params, ctx, prior):
     if flip:
         X, mask = X.T, mask.T
     fit = pcsa_fit(X, mask, d1=params.rank, d2=params.rank, prior=prior, max_iter=params.max_iter,
-                   tol=params.tol, rng=ctx.rng)
+                   tol=params.tol, rng=ctx.rng, fill=params.fill)
     values = (fit["values"].T if flip else fit["values"]) + mu
     d1, d2 = (fit["d2_eff"], fit["d1_eff"]) if flip else (fit["d1_eff"], fit["d2_eff"])
     diag = {"iterations": fit["iterations"], "d1": d1, "d2": d2, "noise_sd": float(1 / np.sqrt(fit["tau"])),
@@ -49,12 +52,11 @@ def _fit_matrix(M, mask, params, ctx, prior):
 
 class _PCSABase(Algorithm):
     prior = "ard"
-    # "ratings" joins once the ratings task lands (issue 10); run() already handles a RatingsSplit.
-    tasks = frozenset({"missing"})
+    tasks = frozenset({"missing", "ratings"})
     version = "1"
 
     def run(self, split, params, ctx):
-        if hasattr(split, "train"):          # RatingsSplit
+        if isinstance(split, RatingsSplit):  # sparse ratings: dense D1 × D2 arrays, no per-entry loop
             R = split.train.tocoo()
             M = np.zeros(R.shape); mask = np.zeros(R.shape, dtype=bool)
             M[R.row, R.col] = R.data; mask[R.row, R.col] = True

@@ -53,7 +53,7 @@ def _gamma_kl_terms(u0, v0, u, v):
 
 
 def pcsa_fit(X, mask=None, *, d1=20, d2=20, prior="ard", max_iter=200, tol=1e-6, rng=None,
-             a0=PRIOR, b0=PRIOR):
+             a0=PRIOR, b0=PRIOR, fill="latent", callback=None):
     """Variational Bayes for (sparse) PCSA (eqs. 5–7, §3.1–3.2).
 
     Parameters
@@ -64,6 +64,11 @@ def pcsa_fit(X, mask=None, *, d1=20, d2=20, prior="ard", max_iter=200, tol=1e-6,
     prior : 'ard' (Normal–Gamma, eq. 2) or 'jeffreys' (Normal–Jeffreys, eq. 8).
     max_iter, tol : stop when the bound's relative increase is below ``tol``.
     rng : numpy Generator for the initialisation.
+    callback : optional f(iteration, posterior mean of X) called after every iteration.
+    fill : 'point' fills missing entries with the posterior mean as if observed (§3.1 literally:
+        x̃ = argmax_X L(Q)); 'latent' gives them a factor Q(x̃_ij) = N(x̄_ij, 1/⟨τ⟩) with the same
+        mean, so their expected squared residual 1/⟨τ⟩ enters v̄_τ (eq. 7) and τ is not inflated by
+        the filled entries fitting themselves (matters when most entries are missing, e.g. ratings).
 
     Returns
     -------
@@ -90,6 +95,8 @@ def pcsa_fit(X, mask=None, *, d1=20, d2=20, prior="ard", max_iter=200, tol=1e-6,
     s_u = np.full(d1, a0 + D1 / 2.0); s_v = s_u.copy()
     f_u = np.full(d2, a0 + D2 / 2.0); f_v = f_u.copy()
     sA = np.full(d1, 1.0); sB = np.full(d2, 1.0)             # α (Jeffreys)
+    n_miss = int(miss.sum()) if fill == "latent" else 0
+    s2 = 1.0 / tau if n_miss else 0.0                        # variance of Q(x̃) ('latent' fill)
     bounds = []
     for it in range(max_iter):
         # ---- Q(Y), Q(Z): covariances S_A, S_B and the coupled means (eqs. 5-6) ----
@@ -133,15 +140,18 @@ def pcsa_fit(X, mask=None, *, d1=20, d2=20, prior="ard", max_iter=200, tol=1e-6,
         extra = (D2 * np.sum(SigY * AtA) + D1 * psiA * np.trace(KY)
                  + D1 * np.sum(SigZ * BtB) + D2 * psiB * np.trace(KZ))
         # (exact E‖X − AY − ZᵀBᵀ‖²: ‖R‖² + AY variance + ZᵀBᵀ variance, cross terms vanish)
-        v_tau = a0 + 0.5 * (np.sum(R * R) + extra)
+        v_tau = a0 + 0.5 * (np.sum(R * R) + extra + n_miss * s2)
         tau = u_tau / v_tau
         # ---- missing entries (§3.1): fill with the posterior mean, then the bound ----
         if miss.any():
             fit = Xt - R
             Xt[miss] = fit[miss]
             R[miss] = 0.0
+            s2 = 1.0 / tau if n_miss else 0.0
         bounds.append(_bound(R, extra, u_tau, v_tau, D1, D2, d1, d2, KY, KZ, SigY, SigZ, psiA, psiB,
-                             colA, colB, prior, s_u, s_v, f_u, f_v, sA, sB, a0, b0))
+                             colA, colB, prior, s_u, s_v, f_u, f_v, sA, sB, a0, b0, n_miss, s2))
+        if callback is not None:
+            callback(it, A @ Y + Z.T @ B.T)
         if it > 0 and abs(bounds[-1] - bounds[-2]) <= tol * abs(bounds[-2]):
             break
     normA = np.diag(A.T @ A); normB = np.diag(B.T @ B)
@@ -152,10 +162,13 @@ def pcsa_fit(X, mask=None, *, d1=20, d2=20, prior="ard", max_iter=200, tol=1e-6,
 
 
 def _bound(R, extra, u_tau, v_tau, D1, D2, d1, d2, KY, KZ, SigY, SigZ, psiA, psiB, colA, colB,
-           prior, s_u, s_v, f_u, f_v, sA, sB, a0, b0):
-    """Variational lower bound L(Q) of §2.2 (Jeffreys variant: L(Q; α) of §3.2, up to constants)."""
+           prior, s_u, s_v, f_u, f_v, sA, sB, a0, b0, n_miss=0, s2=0.0):
+    """Variational lower bound L(Q) of §2.2 (Jeffreys variant: L(Q; α) of §3.2, up to constants);
+    with n_miss latent filled entries of variance s2, their E log p and entropy."""
     elog_tau = digamma(u_tau) - np.log(v_tau); tau = u_tau / v_tau
-    L = 0.5 * D1 * D2 * (elog_tau - np.log(2 * np.pi)) - 0.5 * tau * (np.sum(R * R) + extra)
+    L = 0.5 * D1 * D2 * (elog_tau - np.log(2 * np.pi)) - 0.5 * tau * (np.sum(R * R) + extra + n_miss * s2)
+    if n_miss:
+        L += 0.5 * n_miss * (np.log(2 * np.pi * s2) + 1.0)
     # latent Y, Z: E log p + entropy
     L += -0.5 * np.trace(KY) + 0.5 * D2 * np.linalg.slogdet(SigY)[1] + 0.5 * d1 * D2
     L += -0.5 * np.trace(KZ) + 0.5 * D1 * np.linalg.slogdet(SigZ)[1] + 0.5 * d2 * D1
