@@ -82,3 +82,23 @@ def test_cli_runs_gf_on_iris(tmp_path):
     exp = out.stdout.strip().splitlines()[-1]
     shown = run_malt("show", exp, "--repo", str(tmp_path), "--format", "csv", env=env).stdout
     assert "error" in shown and "gf" in shown
+
+
+def test_published_semisupervised_rows_name_registered_datasets_and_algorithms():
+    """Figures 3.4–3.6 as printed (published.csv, glp.csv) map to names malt runs, so `malt report`
+    can put them beside our runs: 14 datasets × 7 methods per figure."""
+    from malt import registry
+    from malt.datasets.catalogue import entry
+    from malt.report import published
+
+    ref = published()
+    ref = ref[ref.task == "semisupervised"]
+    for name in set(ref.dataset):
+        entry(name)
+    for name in set(ref.algorithm):
+        registry.get(name)
+    for fig, labeled in (("3.5", 40), ("3.6", 50)):
+        rows = ref[ref.source == f"Agovic 2011, Figure {fig}"]
+        assert len(rows) == 98 and set(rows.setting) == {f"labeled={labeled}"}
+    fig34 = ref[(ref.source == "Agovic 2011, Figure 3.4") & (ref.dataset != "usps")]
+    assert len(fig34) == 98 and {"different100", "same1000", "usps-1234"} <= set(fig34.dataset)
