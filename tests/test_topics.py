@@ -233,3 +233,71 @@ def test_gplvm_embedding_separates_simulated_classes(corpus):
 
     s, _ = _run(GPLVM(), GPLVM.Params(iters=40), corpus)
     assert set(s) == {"embedding_error"} and s["embedding_error"] < 0.35
+
+
+def _halves(C):
+    """Document completion (Wallach et al. 2009): alternate tokens of each document go to an observed
+    and an evaluated half; returns both as count matrices and the observed halves as word-id lists."""
+    rows = [np.repeat(r.indices, r.data.astype(int)) for r in C]
+    obs, ev = [w[0::2] for w in rows], [w[1::2] for w in rows]
+
+    def counts(parts):
+        r = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
+        return sp.csr_matrix((np.ones(r.size), (r, np.concatenate(parts))), shape=C.shape)
+
+    return counts(obs), counts(ev), obs
+
+
+def _completion_perplexity(theta, beta, ev):
+    e = ev.tocoo()
+    return float(np.exp(-np.sum(e.data * np.log((theta @ beta)[e.row, e.col])) / e.data.sum()))
+
+
+def test_ctm_matches_tomotopy_ctm_on_document_completion():
+    """malt's CTM against tomotopy's CTModel (Gibbs sampling, Mimno et al. 2008) on the same training
+    documents, K = 3, scored by the same rule: each model infers θ for the observed half of every
+    held-out document by its own inference (malt: variational posterior mean of softmax(η); tomotopy:
+    `infer`), and the perplexity of the other half under θβ is compared. Words unseen in training are
+    dropped for both (tomotopy has no β for them). tomotopy's ll_per_word is not used: it scores the
+    sampled assignments jointly (log p(w, z, η)), not log p(w). The true model (simulated β and η
+    moments, θ's posterior mean by importance sampling from the prior) bounds what either can reach."""
+    from tests.conftest import require_reference
+
+    tp = require_reference("tomotopy")
+
+    ds = synthetic_ctm(n_docs=300, vocab_size=200, doc_length=80, seed=4)
+    split = TopicsTask().split(ds, TopicsTask.Params(), 0)
+    seen = np.asarray(split.docs_train.sum(axis=0)).ravel() > 0
+    train, test = split.docs_train[:, seen].tocsr(), split.docs_test[:, seen].tocsr()
+    obs, ev, obs_words = _halves(test)
+    K = 3
+
+    fit = ctm.fit_ctm(train, K, np.random.default_rng(0), iters=100, smoothing=0.01)
+    lam, nu2, _, _ = ctm.infer_documents(obs, fit["beta"], np.broadcast_to(fit["mu"], (obs.shape[0], K)),
+                                         fit["Sigma"], 30)
+    eta = lam[:, None] + np.sqrt(nu2)[:, None] * np.random.default_rng(0).standard_normal((lam.shape[0], 500, K))
+    th = np.exp(eta - eta.max(-1, keepdims=True))
+    theta_malt = (th / th.sum(-1, keepdims=True)).mean(axis=1)
+    ours = _completion_perplexity(theta_malt, fit["beta"], ev)
+
+    mdl = tp.CTModel(k=K, eta=0.01, seed=1)
+    for r in train:
+        mdl.add_doc([str(w) for w in np.repeat(r.indices, r.data.astype(int))])
+    mdl.train(500, workers=1)
+    col = {w: i for i, w in enumerate(mdl.used_vocabs)}
+    order = [col[str(j)] for j in range(train.shape[1])]
+    beta_tp = np.array([mdl.get_topic_word_dist(k) for k in range(K)])[:, order]
+    theta_tp = np.array(mdl.infer([mdl.make_doc([str(w) for w in o]) for o in obs_words], iterations=100,
+                                  workers=1)[0])
+    reference = _completion_perplexity(theta_tp, beta_tp, ev)
+
+    true_beta = ds["beta"][:, seen] / ds["beta"][:, seen].sum(axis=1, keepdims=True)
+    E = np.random.default_rng(1).multivariate_normal(ds["eta"].mean(0), np.cov(ds["eta"].T), size=4000)
+    T = np.exp(E - E.max(1, keepdims=True))
+    T /= T.sum(1, keepdims=True)
+    lw = obs @ np.log(T @ true_beta).T
+    W = np.exp(lw - lw.max(1, keepdims=True))
+    oracle = _completion_perplexity((W / W.sum(1, keepdims=True)) @ T, true_beta, ev)
+    print(f"document completion perplexity: malt {ours:.2f}, tomotopy {reference:.2f}, true model {oracle:.2f}")
+    assert abs(ours / reference - 1) < 0.05, (ours, reference)
+    assert 0.99 * oracle < ours < 1.03 * oracle, (ours, oracle)
