@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from malt.algorithms.subspace_svm import label_svms
 from malt.context import to_dense
 from malt.errors import DataError
-from malt.params import Interval, Params, param
+from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
 from malt.splits import Prediction
 
@@ -242,6 +243,13 @@ class ICCAParams(Params):
                           "absorbs the unexplained variance (0 = sample Ψ from the start)", Interval(0, None))
     label_scale: float = param(1.0, "labels coded ±label_scale before joining the standardised features",
                                Interval(0, None, "neither"))
+    predictor: str = param("svm", "task parameters: 'svm' = one linear SVM per label learned in the latent "
+                           "subspace (§4.1; Model-2 trains and predicts on the sampled Z of §4.2), scores "
+                           "averaged over every `thin`-th sample after burn-in; 'gaussian' = the model's own "
+                           "label loadings W_y E[z], averaged over every sample", Options("svm", "gaussian"))
+    thin: int = param(10, "with predictor=svm: train the SVMs on every thin-th sample after burn-in",
+                      Interval(1, None))
+    C: float = param(1.0, "with predictor=svm: SVM regularisation constant", Interval(0, None, "neither"))
 
 
 @register
@@ -276,23 +284,38 @@ class ICCA(Algorithm):
         missing = np.isnan(A)
         acc = {"scores": np.zeros((n_te, L)), "n": 0, "K": [], "sparsity": []}
 
+        Ylab = np.asarray(split.Y_train, float)
+        seen = {"samples": 0}
+
         def collect(st, A_filled, t):
             W = st.W
-            if params.semi_supervised:
-                s = st.Z[-n_te:] @ W[d1:].T
-            else:
-                s = latent_mean(Xte, W[:d1], st.psi[:d1]) @ W[d1:].T
-            acc["scores"] += s
-            acc["n"] += 1
             acc["K"].append(W.shape[1])
             acc["sparsity"].append(float(1 - st.B.mean()) if st.B.size else 1.0)
+            seen["samples"] += 1
+            if params.predictor == "gaussian":
+                if params.semi_supervised:
+                    s = st.Z[-n_te:] @ W[d1:].T
+                else:
+                    s = latent_mean(Xte, W[:d1], st.psi[:d1]) @ W[d1:].T
+                s = s + y_mean
+            elif (seen["samples"] - 1) % params.thin == 0:
+                if params.semi_supervised:  # §4.2: both sides in the sampled subspace
+                    Z_tr, Z_te = st.Z[:-n_te], st.Z[-n_te:]
+                else:  # §4.1: the subspace of X alone, E[z | x], for training and test rows alike
+                    Z_tr, Z_te = (latent_mean(Xs, W[:d1], st.psi[:d1]) for Xs in (Xtr, Xte))
+                theta, bias = label_svms(Z_tr, Ylab, params.C)
+                s = Z_te @ theta + bias
+            else:
+                return
+            acc["scores"] += s
+            acc["n"] += 1
 
         t0 = time.perf_counter()
         st, trace = run_icca(A, missing, n_sweeps=params.sweeps, burn_in=params.burn_in,
                              alpha=params.alpha, rng=ctx.rng, callback=collect,
                              psi_init=0.1 if params.hold_psi else 1.0, hold_psi=params.hold_psi)
         seconds = time.perf_counter() - t0
-        scores = acc["scores"] / max(acc["n"], 1) + y_mean
+        scores = acc["scores"] / max(acc["n"], 1)
         return Prediction(scores=scores, labels=(scores > 0).astype(float), diagnostics={
             "K": float(np.mean(acc["K"])), "K_last": int(st.B.shape[1]),
             "sparsity": float(np.mean(acc["sparsity"])), "alpha_last": float(st.alpha),

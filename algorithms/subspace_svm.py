@@ -70,7 +70,7 @@ def pca_basis(X: np.ndarray, k: int) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # Per-label linear SVMs in a subspace, K by inner CV
 # ---------------------------------------------------------------------------------------------
-def _label_svms(Ztr: np.ndarray, Ytr: np.ndarray, C: float):
+def label_svms(Ztr: np.ndarray, Ytr: np.ndarray, C: float):
     """Per-label linear SVMs on features Ztr; returns (Θ (k, L), b (L,)); constant labels get θ = 0."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.svm import LinearSVC
@@ -113,13 +113,13 @@ def fit_subspace_predict(Xtr, Ytr, Xte, projector, ks, C, folds, rng):
             tr, va = fold != f, fold == f
             for i, k in enumerate(ks):
                 P = projector(Xtr[tr], Ytr[tr], np.vstack([Xtr, Xte]), k)
-                th, b = _label_svms(Xtr[tr] @ P, Ytr[tr], C)
+                th, b = label_svms(Xtr[tr] @ P, Ytr[tr], C)
                 cv[i] += _micro_f1(Ytr[va], Xtr[va] @ (P @ th) + b) / folds
         k_best = ks[int(np.argmax(cv))]
     else:
         k_best, cv = ks[0], np.zeros(1)
     P = projector(Xtr, Ytr, np.vstack([Xtr, Xte]), k_best)
-    th, b = _label_svms(Xtr @ P, Ytr, C)
+    th, b = label_svms(Xtr @ P, Ytr, C)
     return Xte @ (P @ th) + b, k_best, cv
 
 
