@@ -301,3 +301,31 @@ def test_ctm_matches_tomotopy_ctm_on_document_completion():
     print(f"document completion perplexity: malt {ours:.2f}, tomotopy {reference:.2f}, true model {oracle:.2f}")
     assert abs(ours / reference - 1) < 0.05, (ours, reference)
     assert 0.99 * oracle < ours < 1.03 * oracle, (ours, oracle)
+
+
+def test_figure_helpers_labelled_draw_and_mustlink_embedding_separates_classes(corpus):
+    """Figures 6.2/6.4: with every label in 𝒦_ML (within-class prior variance c = 0.1) the GPTM
+    embedding makes the RBF SVM (fitted on a third of the documents) nearly error-free, better than
+    with no constraints at all; with c = 1 the learned Σ collapses and F merely follows λ."""
+    from malt.algorithms.topics import figures
+
+    y = np.asarray(corpus["y"])
+    idx = figures.draw_labelled(y, 5, np.random.default_rng(0))
+    assert idx.size == 5 and set(y[idx]) == set(y) and np.unique(idx).size == 5
+    docs, K = corpus["docs"], 3
+    lab = figures.draw_labelled(y, 50, np.random.default_rng(1))
+    F_all = figures.gptm_embedding(docs, K, kernels.mustlink_kernel(y, gamma=1.0, c=0.1), iters=15)
+    F_none = figures.gptm_embedding(docs, K, kernels.mustlink_kernel(np.full_like(y, -1), c=0.1), iters=15)
+    assert figures.logistic_coordinates(F_all).shape == (len(y), K - 1)
+    e_all, e_none = figures.svm_error(F_all, y, lab), figures.svm_error(F_none, y, lab)
+    assert e_all < 0.05 and e_all <= e_none, (e_all, e_none)
+
+
+def test_figures_cli_rejects_unknown_dataset(tmp_path, capsys):
+    from malt.algorithms.topics import figures
+
+    with pytest.raises(SystemExit) as exc:
+        figures.main(["embeddings", "--dataset", "no-such-corpus", "--out", str(tmp_path / "out")])
+    assert exc.value.code != 0 and not (tmp_path / "out").exists()
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and len(err.strip().splitlines()) == 1
