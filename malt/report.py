@@ -16,7 +16,8 @@ import pandas as pd
 from malt.plotting import _fmt_value, families, metric_info, metric_scale, option_matches, plot_all
 from malt.tables import all_tables, dataset_tables, format_mean_std
 
-PUBLISHED_COLUMNS = ["source", "dataset", "task", "setting", "algorithm", "printed", "metric", "mean", "std"]
+PUBLISHED_COLUMNS = ["source", "dataset", "task", "setting", "algorithm", "printed", "metric", "mean", "std",
+                     "params"]
 
 
 def published() -> pd.DataFrame:
@@ -29,7 +30,10 @@ def published() -> pd.DataFrame:
         if entry.name.endswith(".csv"):
             with resources.as_file(entry) as file:
                 frames.append(pd.read_csv(file, dtype=str, keep_default_na=False))  # kept as printed
-    return pd.concat(frames, ignore_index=True)[PUBLISHED_COLUMNS]
+    table = pd.concat(frames, ignore_index=True)
+    if "params" not in table.columns:
+        table["params"] = ""
+    return table.fillna("")[PUBLISHED_COLUMNS]
 
 
 def parse_setting(text: str) -> dict[str, str]:
@@ -63,10 +67,14 @@ def comparison(rs, family_experiments=None, reference: pd.DataFrame | None = Non
         for exp in matching_experiments(rs, ref):
             if family_experiments is not None and exp not in family_experiments:
                 continue
-            # "name" matches every setting of the algorithm, "name[k=v]" (a display key) just that one
-            column = "display" if "[" in ref["algorithm"] else "algorithm"
-            part = frame[(frame["experiment"] == exp) & (frame[column] == ref["algorithm"])
+            part = frame[(frame["experiment"] == exp) & (frame["algorithm"] == ref["algorithm"])
                          & (frame["metric"] == ref["metric"])]
+            for name, value in parse_setting(ref.get("params", "")).items():  # one setting of several
+                column = f"param.{name}"
+                if column not in part.columns:
+                    part = part.iloc[0:0]
+                    break
+                part = part[[option_matches(v, value) for v in part[column]]]
             for display, group in part.groupby("display"):
                 values = group["value"].to_numpy(dtype=float) * metric_scale(ref["metric"])
                 std = float(values.std(ddof=1)) if len(values) > 1 else 0.0

@@ -93,3 +93,15 @@ def test_report_puts_published_numbers_beside_ours(repo, tmp_path):
     assert "![" in text and "Algorithm settings and versions" in text and page.read_text().startswith("<!DOCTYPE")
     for link in re.findall(r"\]\((figures/[^)]+)\)", text):
         assert (tmp_path / "report" / link).stat().st_size > 5000
+
+
+def test_a_published_row_with_params_matches_only_that_setting(repo):
+    from malt.report import PUBLISHED_COLUMNS, comparison
+
+    rs = ResultSet.load(repo)
+    row = dict(source="test", dataset="synthetic-multilabel", task="multilabel", setting="missing=0",
+               algorithm="mllr", printed="LR", metric="one_error", mean="10", std="")
+    reference = pd.DataFrame([dict(row, params=""), dict(row, params="C=0.01")], columns=PUBLISHED_COLUMNS)
+    table = comparison(rs, reference=reference)
+    assert sorted(table.display) == sorted(["mllr", "mllr[C=0.01]", "mllr[C=0.01]"])
+    assert set(table.published) == {"10"}
