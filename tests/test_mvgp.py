@@ -3,7 +3,7 @@ closed-form Kronecker GP posterior mean, monotone objective, new-row prediction,
 import numpy as np
 import scipy.sparse as sp
 
-from malt.algorithms.mvgp import diffusion_sqrt, fit_mvgp, objective
+from malt.algorithms.mvgp import GRIDS, diffusion_sqrt, fit_mvgp, objective
 from malt.algorithms.mvgp.core import _refine
 from malt.context import Context
 from malt.registry import algorithms
@@ -159,9 +159,15 @@ def test_inner_cv_picks_from_the_grid():
     pred = algo.run(RatingsSplit(tr, r, c, G, None, None, None, False, 0),
                     algo.Params(select="inner-cv", col_cov="identity", max_rank=4),
                     Context.for_arrays(np.zeros((30, 1)), seed=0))
-    assert pred.diagnostics["lambda"] in (0.1, 1.0, 10.0) and pred.diagnostics["sigma2"] in (0.1, 0.3, 1.0, 3.0)
+    lam_grid, s2_grid, s2_kpmf = GRIDS["coarse"]
+    assert pred.diagnostics["lambda"] in lam_grid and pred.diagnostics["sigma2"] in s2_grid
+    assert set(lam_grid) <= set(GRIDS["paper"][0]) and set(s2_grid) | set(s2_kpmf) <= set(GRIDS["paper"][1])
     colmean = np.bincount(tr.col, tr.data, 20) / np.bincount(tr.col, minlength=20)
     assert np.sqrt(np.mean((pred.values - Y[r, c]) ** 2)) < np.sqrt(np.mean((colmean[c] - Y[r, c]) ** 2))
+    kp = algorithms()["kpmf"]()
+    pk = kp.run(RatingsSplit(tr, r, c, G, None, None, None, False, 0),
+                kp.Params(select="inner-cv", col_cov="identity", rank=3), Context.for_arrays(np.zeros((30, 1)), seed=0))
+    assert pk.diagnostics["sigma2"] in s2_kpmf and pk.diagnostics["lambda"] == 1.0
 
 
 def test_side_graph_datasets_load(tmp_path):
