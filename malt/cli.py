@@ -350,7 +350,7 @@ def results(repo_path):
 def _fold_count(spec) -> int:
     params = spec["task_params"]
     if params.get("split") == "given":
-        return 1
+        return int(params.get("repeats", 1))
     return int(params.get("folds", params.get("runs", 1)))
 
 

@@ -41,3 +41,11 @@ def test_repeats_without_the_given_split_is_refused_and_writes_nothing(repo_path
     assert result.returncode != 0 and "split=given" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert snapshot(repo_path) == before
+
+
+def test_results_counts_repeats_as_the_planned_units(repo_path):
+    require_data("multilabel/scene/scene-train.arff")
+    run_malt("cv", "--repo", str(repo_path), "--quiet", "--algo", "mllr", "--dataset", "scene",
+             "--task-param", "split=given", "--task-param", "repeats=2")
+    listing = run_malt("results", "--repo", str(repo_path)).stdout
+    assert "2/2" in listing.splitlines()[-1]
