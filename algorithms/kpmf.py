@@ -24,7 +24,7 @@ class KPMF(Algorithm):
     name = "kpmf"
     tasks = frozenset({"ratings"})
     Params = KPMFParams
-    version = "3"
+    version = "4"
 
     def run(self, split, params, ctx):
         return predict_split(split, params, ctx, lam=1.0, frob=0.0, fixed_rank=params.rank,

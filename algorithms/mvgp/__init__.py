@@ -44,7 +44,7 @@ def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None, select_lam=
     def fit(tr, lam_, s2):
         c = sp.coo_matrix((tr.data - mu, (tr.row, tr.col)), shape=tr.shape)
         return fit_mvgp(c, GM, GN, sigma2=s2, lam=lam_, frob=frob, max_rank=params.max_rank,
-                        fixed_rank=fixed_rank, grow_block=params.grow_block, rng=ctx.rng)
+                        fixed_rank=fixed_rank, grow_block=params.grow_block, ftol=1e-8, rng=ctx.rng)
 
     lam_, s2 = lam, params.sigma2
     if params.select == "inner-cv":
@@ -112,7 +112,7 @@ class MVGP(Algorithm):
     name = "mvgp"
     tasks = frozenset({"ratings"})
     Params = MVGPParams
-    version = "3"
+    version = "4"
 
     def run(self, split, params, ctx):
         return predict_split(split, params, ctx, lam=0.0, frob=1.0)
@@ -124,7 +124,7 @@ class TraceGP(Algorithm):
     name = "trace-gp"
     tasks = frozenset({"ratings"})
     Params = TraceGPParams
-    version = "3"
+    version = "4"
 
     def run(self, split, params, ctx):
         return predict_split(split, params, ctx, lam=params.lam, frob=0.0)
@@ -136,7 +136,7 @@ class ConMVGP(Algorithm):
     name = "con-mvgp"
     tasks = frozenset({"ratings"})
     Params = ConMVGPParams
-    version = "3"
+    version = "4"
 
     def run(self, split, params, ctx):
         return predict_split(split, params, ctx, lam=params.lam, frob=1.0)

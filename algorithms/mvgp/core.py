@@ -116,7 +116,7 @@ def objective(U, V, GM, GN, rows, cols, y, sigma2, lam, frob=1.0):
     return _parts(U, V, GM, GN, rows, cols, y, 1.0 / sigma2, frob, lam)[0]
 
 
-def _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter):
+def _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter, ftol=1e-12):
     M, N = U.shape[0], V.shape[0]
     r_ = U.shape[1]
     inv_s2 = 1.0 / sigma2
@@ -137,7 +137,7 @@ def _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter):
         return f, np.concatenate([gU.ravel(), gV.ravel()])
 
     res = minimize(fg, np.concatenate([U.ravel(), V.ravel()]), jac=True, method="L-BFGS-B",
-                   options={"maxiter": maxiter, "gtol": 1e-9, "ftol": 1e-12})
+                   options={"maxiter": maxiter, "gtol": 1e-9, "ftol": ftol})
     return res.x[:M * r_].reshape(M, r_), res.x[M * r_:].reshape(N, r_), float(res.fun)
 
 
@@ -188,7 +188,7 @@ def fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, **kw):
 
 
 def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, frob=1.0, max_rank=50,
-              fixed_rank=None, maxiter=200, grow_iter=30, grow_block=1, tol=1e-6, rng=None):
+              fixed_rank=None, maxiter=200, grow_iter=30, grow_block=1, tol=1e-6, ftol=1e-12, rng=None):
     """Solve eq. 11 by rank growth + L-BFGS refinement; return factors Z = G_M U, W = G_N V.
 
     fixed_rank : start at that rank and never grow (KPMF). Otherwise start at rank 1 and add a
@@ -197,7 +197,8 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
     Each new rank is warm-started from the previous factors and refined with ``grow_iter`` L-BFGS
     iterations; the final rank is refined with up to ``maxiter`` iterations. ``grow_block`` > 1
     adds up to that many factors per step (the top singular pairs of −∇ whose values exceed λ):
-    fewer refinement rounds for large problems.
+    fewer refinement rounds for large problems. ``ftol``: L-BFGS stops when the objective's relative
+    decrease per iteration falls below it.
     GM, GN : None (identity), a dense square root (M, p) or a :class:`HeatRoot` operator.
     Returns dict with Z, W, U, V, objective trace, rank, converged flag.
     """
@@ -212,7 +213,7 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
     if fixed_rank is not None:
         U = 0.1 * rng.standard_normal((M, fixed_rank))
         V = 0.1 * rng.standard_normal((N, fixed_rank))
-        U, V, f = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter * 5)
+        U, V, f = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter * 5, ftol)
         trace.append(f)
     else:
         U, V = np.zeros((M, 0)), np.zeros((N, 0))
@@ -228,7 +229,7 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
             step = np.sqrt(np.maximum(s[keep] - lam, 1e-12) / np.maximum(1.0, s[keep]))
             U = np.column_stack([U, -step * u[:, keep]])
             V = np.column_stack([V, step * v[:, keep]])
-            U, V, f = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, grow_iter)
+            U, V, f = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, grow_iter, ftol)
             trace.append(f)
             if trace[-2] - trace[-1] <= tol * abs(trace[-2]):
                 converged = True
@@ -236,7 +237,7 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
         if U.shape[1] == 0:
             U, V = np.zeros((M, 1)), np.zeros((N, 1))
         elif maxiter > grow_iter:
-            U, V, f = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter)
+            U, V, f = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter, ftol)
             trace.append(f)
     Z = U if GM is None else GM @ U
     W = V if GN is None else GN @ V
