@@ -45,15 +45,27 @@ def parse_setting(text: str) -> dict[str, str]:
     return out
 
 
+# Task options that change how often a protocol is repeated, not what it measures.
+REPETITION_OPTIONS = ("seed", "runs", "repeats")
+
+
 def matching_experiments(rs, row) -> list[str]:
-    """Experiments of the result set that reproduce one published row (same dataset, task and setting)."""
+    """Experiments of the result set that reproduce one published row: same dataset and task, the
+    row's setting, and every other task option at its default (a learning-curve point with
+    ``labeled=50`` does not reproduce a full-data table), repetition counts and seeds aside."""
+    from malt.tasks import get_task
+
     wanted = parse_setting(row["setting"])
     found = []
     for exp, spec in rs.specs.items():
         if spec.get("dataset") != row["dataset"] or spec.get("task") != row["task"]:
             continue
         options = spec.get("task_params", {})
-        if all(k in options and option_matches(options[k], v) for k, v in wanted.items()):
+        if not all(k in options and option_matches(options[k], v) for k, v in wanted.items()):
+            continue
+        defaults = get_task(spec["task"]).Params().to_dict()
+        if all(option_matches(value, str(defaults[k])) for k, value in options.items()
+               if k in defaults and k not in wanted and k not in REPETITION_OPTIONS):
             found.append(exp)
     return sorted(found)
 

@@ -99,9 +99,11 @@ def test_a_published_row_with_params_matches_only_that_setting(repo):
     from malt.report import PUBLISHED_COLUMNS, comparison
 
     rs = ResultSet.load(repo)
-    row = dict(source="test", dataset="synthetic-multilabel", task="multilabel", setting="missing=0",
+    # folds=3 named; missing not named, so only the experiment with missing at its default (0) matches
+    row = dict(source="test", dataset="synthetic-multilabel", task="multilabel", setting="folds=3",
                algorithm="mllr", printed="LR", metric="one_error", mean="10", std="")
     reference = pd.DataFrame([dict(row, params=""), dict(row, params="C=0.01")], columns=PUBLISHED_COLUMNS)
     table = comparison(rs, reference=reference)
     assert sorted(table.display) == sorted(["mllr", "mllr[C=0.01]", "mllr[C=0.01]"])
-    assert set(table.published) == {"10"}
+    assert set(table.published) == {"10"} and set(table.folds) == {3}
+    assert len(comparison(rs, reference=reference.assign(setting="folds=3;missing=0.3"))) == 3
