@@ -341,3 +341,30 @@ def test_default_methods_beat_chance_on_different100_cosine_graph(name):
         s = task.split(d, P, fold)
         errors.append(task.score(d, P, s, algo.run(s, params, ctx))["error"])
     assert np.mean(errors) < 0.2, f"{name}: fold errors {np.round(errors, 3)}"
+
+
+def test_large_graphs_are_solved_by_conjugate_gradients_to_the_closed_forms():
+    """From CG_MIN_ROWS rows the SPD systems (GF, TIKREG, LGC, embedding LP) go to conjugate
+    gradients; the scores equal sparse direct solves of eqs. 3.8, 3.11–3.12 and 3.15."""
+    import scipy.sparse.linalg as spla
+
+    n = m.CG_MIN_ROWS + 100
+    X, y = blobs(n, seed=12)
+    W = knn_graph(X, GraphSpec(k=8))
+    lab = np.concatenate([np.flatnonzero(y == c)[:5] for c in range(3)])
+    Yl = m.one_hot(y[lab], 3)
+    assert isinstance(m._factor(laplacian(W), np.isin(np.arange(n), lab), spd=True), m._ConjugateGradients)
+    unl = np.setdiff1d(np.arange(n), lab)
+    L = laplacian(W).tocsc()
+    Fgf = m.gaussian_fields(W, lab, Yl)
+    np.testing.assert_allclose(Fgf[unl], spla.spsolve(L[unl][:, unl], (W[unl][:, lab] @ Yl)), atol=1e-7)
+    d = np.asarray(W.sum(1)).ravel()
+    S = sp.diags(d ** -0.5) @ W @ sp.diags(d ** -0.5)
+    Y = np.zeros((n, 3))
+    Y[lab] = Yl
+    np.testing.assert_allclose(m.local_global_consistency(W, lab, Yl, 0.9),
+                               0.1 * spla.spsolve(sp.csc_matrix(sp.identity(n) - 0.9 * S), Y), atol=1e-8)
+    Ik = sp.diags(np.isin(np.arange(n), lab).astype(float))
+    A = sp.csc_matrix(len(lab) * 0.1 * L + Ik)
+    G, g1 = spla.spsolve(A, Y), spla.spsolve(A, np.ones(n))
+    np.testing.assert_allclose(m.tikhonov(W, lab, Yl, 0.1), G - np.outer(g1, G.sum(0) / g1.sum()), atol=1e-7)
