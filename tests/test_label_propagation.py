@@ -368,3 +368,16 @@ def test_large_graphs_are_solved_by_conjugate_gradients_to_the_closed_forms():
     A = sp.csc_matrix(len(lab) * 0.1 * L + Ik)
     G, g1 = spla.spsolve(A, Y), spla.spsolve(A, np.ones(n))
     np.testing.assert_allclose(m.tikhonov(W, lab, Yl, 0.1), G - np.outer(g1, G.sum(0) / g1.sum()), atol=1e-7)
+
+
+def test_conjugate_gradients_fall_back_to_lu_when_they_stall():
+    """A path graph's Laplacian (condition number ~ n²) does not converge in a few CG steps: the
+    solver then factorises and still returns the exact solution."""
+    n = 3000
+    A = sp.diags([np.full(n - 1, -1.0), np.r_[1.0, np.full(n - 2, 2.0), 1.0] + 1e-3, np.full(n - 1, -1.0)],
+                 [-1, 0, 1], format="csr")
+    solver = m._ConjugateGradients(A, maxiter=20)
+    B = np.random.default_rng(0).random((n, 2))
+    X = solver.solve(B)
+    assert solver._lu is not None
+    np.testing.assert_allclose(A @ X, B, atol=1e-9)

@@ -39,10 +39,12 @@ CG_RTOL = 1e-10
 
 
 class _ConjugateGradients:
-    """Jacobi-preconditioned CG for SPD A, one column at a time (``.solve`` like a factorisation);
-    a column that has not converged after ``maxiter`` steps is solved by sparse LU instead."""
+    """Jacobi-preconditioned CG for SPD A, one column at a time (``.solve`` like a factorisation).
+    When a column has not converged after ``maxiter`` steps (ill-conditioned graphs of
+    low-dimensional manifolds, where the LU fills in little), A is factorised by sparse LU and
+    that column and all later ones are solved with it."""
 
-    def __init__(self, A: sp.spmatrix, maxiter: int = 5000):
+    def __init__(self, A: sp.spmatrix, maxiter: int = 300):
         self.A = sp.csr_matrix(A)
         d = self.A.diagonal()
         self.M = sp.diags(1.0 / np.where(d > 0, d, 1.0))
@@ -54,10 +56,13 @@ class _ConjugateGradients:
         cols = B.reshape(B.shape[0], -1)
         X = np.empty_like(cols)
         for j in range(cols.shape[1]):  # a handful of right-hand sides (classes + 1)
+            if self._lu is not None:
+                X[:, j] = self._lu.solve(cols[:, j])
+                continue
             X[:, j], info = spla.cg(self.A, cols[:, j], rtol=CG_RTOL, atol=0.0, maxiter=self.maxiter, M=self.M)
             if info != 0:
                 if self._lu is None:
-                    self._lu = spla.splu(sp.csc_matrix(self.A), permc_spec="MMD_AT_PLUS_A")
+                    self._lu = spla.splu(sp.csc_matrix(self.A))
                 X[:, j] = self._lu.solve(cols[:, j])
         return X.reshape(B.shape)
 
@@ -85,7 +90,7 @@ def _factor(A: sp.spmatrix, anchored: np.ndarray | None = None, spd: bool = Fals
         return _ConjugateGradients(A)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sp.SparseEfficiencyWarning)
-        return spla.splu(A, permc_spec="MMD_AT_PLUS_A" if spd else "COLAMD")
+        return spla.splu(A)
 
 
 def _touches(B) -> np.ndarray:
