@@ -28,8 +28,8 @@ class MissingParams(Params):
     missing: float = param(0.2, "fraction of observed entries hidden in each fold", Interval(0, 1, "neither"))
     folds: int = param(5, "number of folds (each hides a fresh random set)", Interval(1, None))
     c: float = param(1.0, "labels enter as truncated log-odds ±c", Interval(0, None, "neither"))
-    source: str = param("auto", "matrix to complete: 'Y' (labels), 'M' (real values) or 'auto' (Y if present)",
-                        Options("auto", "Y", "M"))
+    source: str = param("auto", "array to complete: 'Y' (labels), 'M' (real values), 'T' (a k-way real "
+                        "array, for pcsa-tensor) or 'auto' (Y if present)", Options("auto", "Y", "M", "T"))
     complete_rows: int = param(0, "rows kept fully observed; entries are hidden in the others only",
                                Interval(0, None))
     seed: int = param(0, "seed of the hidden entries", Interval(0, None))
