@@ -11,6 +11,7 @@ import os
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from malt.plotting import _fmt_value, families, metric_info, metric_scale, option_matches, plot_all
@@ -86,7 +87,7 @@ def comparison(rs, family_experiments=None, reference: pd.DataFrame | None = Non
                 if column not in part.columns:
                     part = part.iloc[0:0]
                     break
-                part = part[[option_matches(v, value) for v in part[column]]]
+                part = part[np.array([option_matches(v, value) for v in part[column]], dtype=bool)]
             for display, group in part.groupby("display"):
                 values = group["value"].to_numpy(dtype=float) * metric_scale(ref["metric"])
                 std = float(values.std(ddof=1)) if len(values) > 1 else 0.0

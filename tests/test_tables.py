@@ -107,3 +107,4 @@ def test_a_published_row_with_params_matches_only_that_setting(repo):
     assert sorted(table.display) == sorted(["mllr", "mllr[C=0.01]", "mllr[C=0.01]"])
     assert set(table.published) == {"10"} and set(table.folds) == {3}
     assert len(comparison(rs, reference=reference.assign(setting="folds=3;missing=0.3"))) == 3
+    assert len(comparison(rs, reference=reference.assign(params="C=5;scale=true"))) == 0  # no such setting
