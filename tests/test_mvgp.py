@@ -90,6 +90,15 @@ def test_ranking_at_k_brute_force():
     assert np.isclose(p, np.mean(ps)) and np.isclose(r, np.mean(rs))
 
 
+def test_ranking_at_k_breaks_ties_at_random_not_by_column_index():
+    M, N, k = 400, 50, 5
+    train = sp.coo_matrix((M, N))
+    rows, cols = np.repeat(np.arange(M), k), np.tile(np.arange(k), M)  # the first k columns relevant
+    p, r = ranking_at_k(train, rows, cols, np.full(rows.size, 5.0), np.arange(M), np.zeros((M, N)), k, 4.0)
+    # constant scores: the top k is a random k of N, so the expected recall is k / N (index order gives 1)
+    assert abs(r - k / N) < 4 * np.sqrt(k / N / (M * k))
+
+
 def test_heat_root_is_exact_square_root_of_diffusion_kernel():
     from malt.algorithms.mvgp import HeatRoot
     G = sp.random(30, 30, density=0.1, random_state=3)

@@ -51,7 +51,9 @@ def ranking_at_k(train: sp.coo_matrix, test_rows, test_cols, truth, scores_rows,
     """Mean precision@k and recall@k over test rows that have a relevant test rating.
 
     scores : (len(scores_rows), n_cols) scores of every column for each row in ``scores_rows``;
-    columns rated in training are excluded from the candidates.
+    columns rated in training are excluded from the candidates. Tied scores (a new row with no side
+    information predicts one constant) are broken in a seeded random order per row, not by column
+    index, which would hand such rows the catalogue's first items.
     """
     rel = truth > relevant
     if not rel.any():
@@ -63,7 +65,8 @@ def ranking_at_k(train: sp.coo_matrix, test_rows, test_cols, truth, scores_rows,
     sub = tr[scores_rows]
     S[sub.nonzero()] = -np.inf
     kk = min(k, S.shape[1])
-    top = np.argpartition(-S, kk - 1, axis=1)[:, :kk]
+    tiebreak = np.random.default_rng(0).random(S.shape)
+    top = np.lexsort((tiebreak, -S), axis=1)[:, :kk]  # by score, ties in a seeded random order per row
     hit = sp.csr_matrix((np.ones(rel.sum()), (pos[rel], test_cols[rel])), shape=S.shape)
     hits = np.asarray(hit[np.arange(S.shape[0])[:, None], top].sum(axis=1)).ravel()
     ok = n_rel > 0
@@ -74,7 +77,8 @@ def ranking_at_k(train: sp.coo_matrix, test_rows, test_cols, truth, scores_rows,
 class RatingsTask(Task):
     name = "ratings"
     Params = RatingsParams
-    settings = ("new_rows", "train_fraction")
+    settings = ("new_rows", "train_fraction", "k")
+    version = "2"  # ties in the top-k broken in random column order (v1: by column index)
 
     def check(self, dataset, params):
         if "ratings" not in dataset:
