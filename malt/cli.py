@@ -348,6 +348,8 @@ def results(repo_path):
 
 
 def _fold_count(spec) -> int:
+    if "n_folds" in spec:  # recorded from the task since specs carry it
+        return int(spec["n_folds"])
     params = spec["task_params"]
     if params.get("split") == "given":
         return int(params.get("repeats", 1))

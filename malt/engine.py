@@ -85,6 +85,7 @@ class Plan:
             "task_version": self.task.version,
             "task_params": self.task_params.to_dict(),
             "settings": list(self.task.settings),
+            "n_folds": self.task.n_folds(self.dataset, self.task_params),
             "plan": plan,
             "created": (previous or {}).get("created", time.time()),
         }
