@@ -285,20 +285,18 @@ class ICCA(Algorithm):
         acc = {"scores": np.zeros((n_te, L)), "n": 0, "K": [], "sparsity": []}
 
         Ylab = np.asarray(split.Y_train, float)
-        seen = {"samples": 0}
 
         def collect(st, A_filled, t):
             W = st.W
             acc["K"].append(W.shape[1])
             acc["sparsity"].append(float(1 - st.B.mean()) if st.B.size else 1.0)
-            seen["samples"] += 1
             if params.predictor == "gaussian":
                 if params.semi_supervised:
                     s = st.Z[-n_te:] @ W[d1:].T
                 else:
                     s = latent_mean(Xte, W[:d1], st.psi[:d1]) @ W[d1:].T
                 s = s + y_mean
-            elif (seen["samples"] - 1) % params.thin == 0:
+            elif (len(acc["K"]) - 1) % params.thin == 0:  # every thin-th sample after burn-in
                 if params.semi_supervised:  # §4.2: both sides in the sampled subspace
                     Z_tr, Z_te = st.Z[:-n_te], st.Z[-n_te:]
                 else:  # §4.1: the subspace of X alone, E[z | x], for training and test rows alike
