@@ -6,6 +6,7 @@ that produced it, its tables, its figures, and, where an experiment reproduces a
 """
 from __future__ import annotations
 
+import functools
 import html
 import os
 from importlib import resources
@@ -50,12 +51,17 @@ def parse_setting(text: str) -> dict[str, str]:
 REPETITION_OPTIONS = ("seed", "runs", "repeats")
 
 
+@functools.lru_cache(maxsize=None)
+def _task_defaults(task: str) -> dict:
+    from malt.tasks import get_task
+
+    return get_task(task).Params().to_dict()
+
+
 def matching_experiments(rs, row) -> list[str]:
     """Experiments of the result set that reproduce one published row: same dataset and task, the
     row's setting, and every other task option at its default (a learning-curve point with
     ``labeled=50`` does not reproduce a full-data table), repetition counts and seeds aside."""
-    from malt.tasks import get_task
-
     wanted = parse_setting(row["setting"])
     found = []
     for exp, spec in rs.specs.items():
@@ -64,7 +70,7 @@ def matching_experiments(rs, row) -> list[str]:
         options = spec.get("task_params", {})
         if not all(k in options and option_matches(options[k], v) for k, v in wanted.items()):
             continue
-        defaults = get_task(spec["task"]).Params().to_dict()
+        defaults = _task_defaults(spec["task"])
         if all(option_matches(value, str(defaults[k])) for k, value in options.items()
                if k in defaults and k not in wanted and k not in REPETITION_OPTIONS):
             found.append(exp)
