@@ -61,8 +61,7 @@ class _ConjugateGradients:
                 continue
             X[:, j], info = spla.cg(self.A, cols[:, j], rtol=CG_RTOL, atol=0.0, maxiter=self.maxiter, M=self.M)
             if info != 0:
-                if self._lu is None:
-                    self._lu = spla.splu(sp.csc_matrix(self.A))
+                self._lu = spla.splu(sp.csc_matrix(self.A))
                 X[:, j] = self._lu.solve(cols[:, j])
         return X.reshape(B.shape)
 
