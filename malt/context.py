@@ -53,10 +53,11 @@ class Context:
     """Per-unit services: rng, cached dataset artifacts, progress reporting."""
 
     def __init__(self, X=None, *, data_key: str = "arrays", seed: int = 0, cache=None,
-                 progress: Callable[[float], None] | None = None, dataset=None):
+                 progress: Callable[[float, str], None] | None = None, dataset=None, producer: str = ""):
         self.X = X
         self.dataset = dataset
         self.data_key = data_key
+        self.producer = producer  # "name@version" of the running algorithm: the default artifact producer
         self.seed = int(seed)
         self.rng = np.random.default_rng(self.seed)
         self.cache = cache if cache is not None else MemoryCache()
@@ -68,21 +69,27 @@ class Context:
         return cls(X, seed=seed)
 
     # ---- generic cache ---------------------------------------------------------------------
-    def cached(self, name: str, spec: dict, compute: Callable[[], Any]):
+    def cached(self, name: str, spec: dict, compute: Callable[[], Any], *, producer: str | None = None):
         """Return the artifact ``name`` for ``spec`` of this dataset, computing it at most once.
 
-        ``compute`` returns an ndarray, a scipy sparse matrix or a dict of ndarrays.
+        ``compute`` returns an ndarray, a scipy sparse matrix or a dict of ndarrays. ``spec`` must
+        name every input the artifact depends on besides the dataset. ``producer`` ("module@version")
+        is the code that computes it: a building block shared by several algorithms passes its own,
+        so they share the artifact; by default it is the running algorithm's name and version, so a
+        version bump never reuses an artifact computed by the older code.
         """
-        key = hashlib.sha256(f"{self.data_key}|{name}|{canonical_json(spec)}".encode()).hexdigest()[:32]
+        producer = self.producer if producer is None else producer
+        key = hashlib.sha256(f"{self.data_key}|{producer}|{name}|{canonical_json(spec)}".encode()).hexdigest()[:32]
         value = self.cache.get(key)
         if value is None:
             value = compute()
             self.cache.put(key, value)
         return value
 
-    def progress(self, fraction: float) -> None:
+    def progress(self, fraction: float, message: str = "") -> None:
+        """Report how far the current unit is (0..1) and, optionally, what it is doing ("sweep 40/500")."""
         if self._progress is not None:
-            self._progress(float(fraction))
+            self._progress(float(fraction), message)
 
     # ---- dataset artifacts -----------------------------------------------------------------
     def _features(self):

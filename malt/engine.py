@@ -128,7 +128,7 @@ def run_unit(dataset, task: Task, task_params: Params, unit: Unit, experiment: s
             warnings.simplefilter("always")
             split = task.split(dataset, task_params, unit.fold)
             ctx = Context(task.features(dataset), data_key=dataset.hash, seed=unit.seed, cache=cache,
-                          dataset=dataset)
+                          dataset=dataset, producer=f"{algo.name}@{algo.version}")
             prediction = algo().run(split, unit.params, ctx)
         fit = time.perf_counter() - start
         scores = task.score(dataset, task_params, split, prediction)

@@ -8,8 +8,15 @@ the declaration::
         sweeps: int = param(500, "Gibbs sweeps after burn-in", Interval(1, None))
         sampler: str = param("blocked", "how G is sampled", Options("blocked", "single-site"))
 
+A list-valued parameter is annotated ``tuple[T, ...]`` and written with commas on the command
+line (``--param k_grid=5,10,20``); its constraint applies to every element.
+
 Sweeps over values (``--param gamma=0.01,0.1``) belong to the experiment, not to this class:
-`grid` expands them into several Params objects.
+`grid` expands them into several Params objects (alternatives of a list-valued parameter are
+separated by ``;``: ``--param "k_grid=5,10;20,40"``).
+
+Identity: `key` hashes only the values that differ from the defaults, so a parameter added later
+at a default that keeps the old behaviour leaves every stored key as it was.
 """
 from __future__ import annotations
 
@@ -75,14 +82,36 @@ def param(default: Any, help: str, constraint: Interval | Options | None = None)
 _TYPE_NAMES = {int: "an int", float: "a float", bool: "a bool", str: "a str"}
 
 
-def _base_type(annotation) -> tuple[type, bool]:
-    """(scalar type, optional?) of an annotation such as ``float`` or ``float | None``."""
+@dataclass(frozen=True)
+class FieldInfo:
+    """What the declaration says about one parameter (computed once per Params class)."""
+
+    field: dataclasses.Field
+    kind: type  # the scalar type, or the element type of a list-valued parameter
+    optional: bool
+    is_list: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.field.name
+
+    def type_name(self) -> str:
+        name = _TYPE_NAMES.get(self.kind, str(self.kind))
+        return f"a list of {name.split()[-1]}s" if self.is_list else name
+
+
+def _field_info(f: dataclasses.Field, annotation) -> FieldInfo:
+    """Scalar type, optional? and list-valued? of ``float``, ``float | None`` or ``tuple[int, ...]``."""
+    optional = False
     args = typing.get_args(annotation)
-    if args:
+    if args and typing.get_origin(annotation) is not tuple:
         non_none = [a for a in args if a is not type(None)]
         if len(non_none) == 1:
-            return non_none[0], len(non_none) < len(args)
-    return annotation, False
+            optional = len(non_none) < len(args)
+            annotation = non_none[0]
+    if typing.get_origin(annotation) is tuple:
+        return FieldInfo(f, typing.get_args(annotation)[0], optional, True)
+    return FieldInfo(f, annotation, optional)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,18 +121,27 @@ class Params:
     _owner: ClassVar[str] = "this algorithm"
 
     def __post_init__(self):
-        for f, kind, optional in self._fields():
-            value = getattr(self, f.name)
-            if value is None and optional:
+        for info in self._fields():
+            value = getattr(self, info.name)
+            if value is None and info.optional:
                 continue
-            value = self._coerce(f.name, kind, value)
-            object.__setattr__(self, f.name, value)
-            constraint = f.metadata.get("constraint")
-            if constraint is not None and value not in constraint:
-                raise InvalidParameterError(
-                    f"The '{f.name}' parameter of {self._owner} must be {_TYPE_NAMES.get(kind, kind)} "
-                    f"{constraint.describe()}. Got {value!r} instead."
-                )
+            if info.is_list:
+                if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+                    raise InvalidParameterError(f"The '{info.name}' parameter of {self._owner} must be "
+                                                f"{info.type_name()}. Got {value!r} instead.")
+                value = tuple(self._coerce(info.name, info.kind, v) for v in value)
+                elements = value
+            else:
+                value = self._coerce(info.name, info.kind, value)
+                elements = (value,)
+            object.__setattr__(self, info.name, value)
+            constraint = info.field.metadata.get("constraint")
+            for element in elements:
+                if constraint is not None and element not in constraint:
+                    raise InvalidParameterError(
+                        f"The '{info.name}' parameter of {self._owner} must be {info.type_name()} "
+                        f"{constraint.describe()}. Got {value!r} instead."
+                    )
 
     def _coerce(self, name: str, kind: type, value):
         ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
@@ -119,37 +157,30 @@ class Params:
         return value
 
     @classmethod
-    def _fields(cls):
-        hints = typing.get_type_hints(cls)
-        for f in dataclasses.fields(cls):
-            kind, optional = _base_type(hints[f.name])
-            yield f, kind, optional
+    def _fields(cls) -> tuple[FieldInfo, ...]:
+        found = cls.__dict__.get("_field_infos")
+        if found is None:  # resolving annotations is slow: once per class, not per instance
+            hints = typing.get_type_hints(cls)
+            found = tuple(_field_info(f, hints[f.name]) for f in dataclasses.fields(cls))
+            type.__setattr__(cls, "_field_infos", found)
+        return found
 
     # ---- conversions -------------------------------------------------------------------------
     @classmethod
     def parse_value(cls, name: str, text: str):
         """Convert one command-line string to the declared type of field ``name``."""
-        for f, kind, optional in cls._fields():
-            if f.name != name:
+        for info in cls._fields():
+            if info.name != name:
                 continue
-            if optional and text.lower() in ("none", "null", ""):
+            if info.optional and text.lower() in ("none", "null", ""):
                 return None
             try:
-                if kind is bool:
-                    lowered = text.lower()
-                    if lowered not in ("true", "false", "1", "0", "yes", "no"):
-                        raise ValueError(text)
-                    return lowered in ("true", "1", "yes")
-                if kind is int:
-                    number = float(text)
-                    if not number.is_integer():
-                        raise ValueError(text)
-                    return int(number)
-                return kind(text)
+                if info.is_list:
+                    return tuple(_parse_scalar(info.kind, part.strip()) for part in text.split(",") if part.strip())
+                return _parse_scalar(info.kind, text)
             except ValueError:
                 raise InvalidParameterError(
-                    f"The '{name}' parameter of {cls._owner} must be {_TYPE_NAMES.get(kind, kind)}. "
-                    f"Got {text!r} instead."
+                    f"The '{name}' parameter of {cls._owner} must be {info.type_name()}. Got {text!r} instead."
                 ) from None
         raise InvalidParameterError(
             f"{cls._owner} has no parameter '{name}'. Its parameters are: "
@@ -178,30 +209,54 @@ class Params:
     def to_json(self) -> str:
         return canonical_json(self.to_dict())
 
+    def changed(self) -> dict[str, Any]:
+        """The values that differ from the declared defaults (what identifies a setting)."""
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        return {k: v for k, v in self.to_dict().items() if v != defaults[k]}
+
     def key(self) -> str:
-        """Stable hash of the values (not of the code): equal values give equal keys."""
-        return hashlib.sha256(self.to_json().encode()).hexdigest()[:16]
+        """Stable hash of the values that differ from the defaults (not of the code): equal values
+        give equal keys, and a parameter added at its default leaves every key unchanged."""
+        return hashlib.sha256(canonical_json(self.changed()).encode()).hexdigest()[:16]
 
     def display(self, name: str) -> str:
         """Readable key ``name[k=v,...]`` listing only the values that differ from the defaults."""
-        default = type(self)()
-        changed = [f"{k}={v}" for k, v in sorted(self.to_dict().items()) if getattr(default, k) != v]
+        changed = [f"{k}={_show(v)}" for k, v in sorted(self.changed().items())]
         return f"{name}[{','.join(changed)}]" if changed else name
 
     @classmethod
     def describe(cls) -> list[dict[str, Any]]:
         """One dict per parameter (name, type, default, allowed, help) for listings."""
         rows = []
-        for f, kind, optional in cls._fields():
-            constraint = f.metadata.get("constraint")
+        for info in cls._fields():
+            constraint = info.field.metadata.get("constraint")
+            kind = f"list of {info.kind.__name__}" if info.is_list else info.kind.__name__
             rows.append({
-                "name": f.name,
-                "type": kind.__name__ + (" or None" if optional else ""),
-                "default": f.default,
+                "name": info.name,
+                "type": kind + (" or None" if info.optional else ""),
+                "default": info.field.default,
                 "allowed": str(constraint) if constraint is not None else "",
-                "help": f.metadata.get("help", ""),
+                "help": info.field.metadata.get("help", ""),
             })
         return rows
+
+
+def _parse_scalar(kind: type, text: str):
+    if kind is bool:
+        lowered = text.lower()
+        if lowered not in ("true", "false", "1", "0", "yes", "no"):
+            raise ValueError(text)
+        return lowered in ("true", "1", "yes")
+    if kind is int:
+        number = float(text)
+        if not number.is_integer():
+            raise ValueError(text)
+        return int(number)
+    return kind(text)
+
+
+def _show(value) -> str:
+    return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -225,7 +280,10 @@ def _jsonable(value):
 
 
 def grid(cls: type[Params], assignments: Mapping[str, str]) -> list[Params]:
-    """Expand ``{'gamma': '0.01,0.1'}`` into one Params per combination of comma-separated values."""
+    """Expand ``{'gamma': '0.01,0.1'}`` into one Params per combination of comma-separated values
+    (``;``-separated for a list-valued parameter, whose own elements are comma-separated)."""
+    lists = {info.name for info in cls._fields() if info.is_list}
     names = list(assignments)
-    choices = [[cls.parse_value(n, part.strip()) for part in assignments[n].split(",")] for n in names]
+    choices = [[cls.parse_value(n, part.strip()) for part in assignments[n].split(";" if n in lists else ",")]
+               for n in names]
     return [cls(**dict(zip(names, combo))) for combo in itertools.product(*choices)]

@@ -48,3 +48,40 @@ def test_grid_expands_comma_separated_values():
     combos = grid(Example, {"alpha": "0.1,0.5", "mode": "fast,exact"})
     assert len(combos) == 4
     assert {(c.alpha, c.mode) for c in combos} == {(0.1, "fast"), (0.1, "exact"), (0.5, "fast"), (0.5, "exact")}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Listed(Params):
+    k_grid: tuple[int, ...] = param((5, 10), "candidate neighbourhood sizes", Interval(1, None))
+    alpha: float = param(0.5, "a rate", Interval(0, 1))
+
+
+def test_list_valued_parameters_parse_validate_and_sweep_with_semicolons():
+    assert Listed.from_strings({"k_grid": "5, 20,40"}).k_grid == (5, 20, 40)
+    assert Listed(k_grid=[3]).k_grid == (3,)
+    with pytest.raises(InvalidParameterError, match="'k_grid' parameter of .* must be a list of ints in the range"):
+        Listed(k_grid=(5, 0))
+    with pytest.raises(InvalidParameterError, match="must be a list of ints"):
+        Listed.from_strings({"k_grid": "5,x"})
+    combos = grid(Listed, {"k_grid": "5,10;20,40", "alpha": "0.1,0.2"})
+    assert sorted((c.k_grid, c.alpha) for c in combos) == [((5, 10), 0.1), ((5, 10), 0.2), ((20, 40), 0.1),
+                                                           ((20, 40), 0.2)]
+    assert Listed.from_dict(Listed(k_grid=(7,)).to_dict()) == Listed(k_grid=(7,))
+    assert Listed(k_grid=(7, 8)).display("x") == "x[k_grid=7,8]"
+
+
+def test_key_hashes_only_values_that_differ_from_the_defaults():
+    """A parameter added later at its default must leave the keys of the older settings unchanged."""
+
+    @dataclass(frozen=True, kw_only=True)
+    class Older(Params):
+        alpha: float = param(0.2, "a rate", Interval(0, 1))
+
+    @dataclass(frozen=True, kw_only=True)
+    class Newer(Params):
+        alpha: float = param(0.2, "a rate", Interval(0, 1))
+        beta: int = param(3, "added later", Interval(0, None))
+
+    assert Older().key() == Newer().key()
+    assert Older(alpha=0.5).key() == Newer(alpha=0.5).key()
+    assert Newer(beta=4).key() != Newer().key()

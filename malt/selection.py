@@ -1,0 +1,126 @@
+"""Model selection by inner cross-validation: the one mechanism every self-tuning algorithm uses.
+
+The papers tune on the training part only: Agovic 2011 §3.6 chooses "parameter values … by
+cross-validation" on the labelled points, Koyejo et al. 2014 §5 on a validation split of the training
+ratings. Every algorithm that tunes itself speaks one vocabulary in its Params:
+
+``select``       'inner-cv' (choose by inner cross-validation) or 'none' (use the values given)
+``inner_folds``  number of inner folds
+``<name>_grid``  the candidate values of parameter ``<name>`` (a list-valued parameter)
+
+and calls `select` with its candidates and a function that fits on one part and scores the other::
+
+    ids = inner_fold_ids(n_train, params.inner_folds, ctx.rng, strata=y_train)
+    choice = select(candidates(params, {"k": params.k_grid}), evaluate, ids)
+    params = choice.best          # a Params with select='none' and the chosen values
+    diagnostics.update(choice.diagnostics())
+
+Cost: len(candidates) × folds fits of the caller's model.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from malt.params import Interval, Options, Params, param
+
+
+@dataclass(frozen=True, kw_only=True)
+class InnerCVParams(Params):
+    """The shared selection fields; an algorithm's Params subclass this and add its ``*_grid`` fields."""
+
+    select: str = param("none", "'inner-cv': choose the parameters that have a *_grid by inner cross-validation "
+                        "on the training part; 'none': use the values given", Options("none", "inner-cv"))
+    inner_folds: int = param(5, "folds of the inner cross-validation (select=inner-cv)", Interval(2, None))
+
+
+def inner_fold_ids(n: int, folds: int, rng: np.random.Generator, strata: np.ndarray | None = None) -> np.ndarray:
+    """Inner-fold id (0..folds-1) of each of n training items, balanced and reproducible from ``rng``.
+
+    With ``strata`` (class ids), each stratum is dealt round-robin in a random order, so every fold
+    sees every class once there are at least ``folds`` members. ``folds`` is capped at n.
+    """
+    folds = max(1, min(int(folds), n))
+    ids = np.empty(n, dtype=np.int64)
+    if strata is None:
+        ids[rng.permutation(n)] = np.arange(n) % folds
+        return ids
+    strata = np.asarray(strata)
+    start = 0
+    for value in np.unique(strata):
+        rows = rng.permutation(np.flatnonzero(strata == value))
+        ids[rows] = (start + np.arange(rows.size)) % folds
+        start += rows.size
+    return ids
+
+
+def holdout_ids(n: int, fraction: float, rng: np.random.Generator) -> np.ndarray:
+    """One validation split: id 0 for a random ``fraction`` of the n items, -1 (always trained on)
+    for the rest."""
+    ids = np.full(n, -1, dtype=np.int64)
+    ids[rng.choice(n, max(1, int(round(fraction * n))), replace=False)] = 0
+    return ids
+
+
+def candidates(params: Params, grids: Mapping[str, Sequence[Any]]) -> list[Params]:
+    """Every combination of the grid values, as Params with ``select='none'`` (grid order kept, so
+    the first candidate wins ties)."""
+    names = [name for name, values in grids.items() if len(values)]
+    fixed = {"select": "none"} if "select" in params.names() else {}
+    return [dataclasses.replace(params, **fixed, **dict(zip(names, combo)))
+            for combo in itertools.product(*(tuple(grids[n]) for n in names))]
+
+
+@dataclass
+class Selection:
+    best: Params
+    scores: np.ndarray  # mean validation score of each candidate (weighted by validation size)
+    candidates: list[Params] = field(repr=False)
+    varied: tuple[str, ...] = ()
+    better: str = "lower"
+
+    def diagnostics(self) -> dict[str, Any]:
+        """What was chosen and how well it did, for ``Prediction.diagnostics``."""
+        chosen = {name: getattr(self.best, name) for name in self.varied}
+        return {"selected": chosen, "inner_cv_score": float(np.min(self.scores) if self.better == "lower"
+                                                            else np.max(self.scores)),
+                "inner_cv_candidates": len(self.candidates)}
+
+
+def select(options: Sequence[Params], evaluate: Callable[[Params, np.ndarray, np.ndarray], float],
+           fold_ids: np.ndarray, *, better: str = "lower",
+           progress: Callable[[float], None] | None = None) -> Selection:
+    """The candidate with the best mean validation score over the inner folds.
+
+    evaluate(candidate, train, validation) : fit on the items ``train`` (indices into the caller's
+        training part), return the mean loss (``better='lower'``) or score on ``validation``.
+    fold_ids : from `inner_fold_ids` or `holdout_ids` (items with id -1 are always trained on).
+    A candidate whose evaluation raises ArithmeticError/LinAlgError or returns NaN scores worst.
+    """
+    if not options:
+        raise ValueError("select needs at least one candidate")
+    folds = [f for f in np.unique(fold_ids) if f >= 0]
+    sign = 1.0 if better == "lower" else -1.0
+    scores = np.empty(len(options))
+    for i, option in enumerate(options):
+        total = weight = 0.0
+        for f in folds:
+            train, val = np.flatnonzero(fold_ids != f), np.flatnonzero(fold_ids == f)
+            try:
+                value = float(evaluate(option, train, val))
+            except (ArithmeticError, np.linalg.LinAlgError):
+                value = np.nan
+            total += value * val.size
+            weight += val.size
+        scores[i] = total / weight if weight else np.nan
+        if progress is not None:
+            progress((i + 1) / len(options))
+    ranked = np.where(np.isnan(scores), np.inf, sign * scores)
+    best = int(np.argmin(ranked))  # first of equals: the caller's preferred order breaks ties
+    varied = tuple(name for name in options[0].names()
+                   if len({repr(getattr(o, name)) for o in options}) > 1)
+    return Selection(options[best], scores, list(options), varied, better)
