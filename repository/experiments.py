@@ -1,0 +1,304 @@
+"""One experiment's files: its spec, its unit records and its stored predictions.
+
+``experiments/ID/``
+
+``spec.json``        the dataset (name, source, content hash), the task with its options, the plan of
+                     (algorithm, version, parameters), sealed with a checksum; its content is also
+                     bound to the id (the id is a hash of the data, the task and its options)
+``units.log``        append-only records (see `records`): one per finished unit (metrics,
+                     diagnostics, timings, seed, provenance session), one per run session, and a copy
+                     of the spec each time it changes (`malt repair` restores a damaged spec from it)
+``predictions.log``  append-only records holding each unit's test predictions (the arrays the task
+                     packs), so scores can be recomputed without refitting (`malt rescore`)
+``.lock``            held by the one process writing this experiment
+
+A unit is committed when its record is in ``units.log``; the newest record of a unit key wins.
+Results of the first store format (``results.h5`` + ``journal/``) are read as they are.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from pathlib import Path
+
+import numpy as np
+
+from malt.errors import RepositoryError, unknown_name
+
+from . import legacy
+from .files import atomic_write, check_no_links, ensure_dir, read_bytes, sweep_temporaries, validate_name
+from .integrity import DamagedJSON, seal, unseal_json
+from .locks import FileLock
+from .records import AppendLog, encode, payload, read_log
+
+SPEC, UNITS, PREDICTIONS, LOCK = "spec.json", "units.log", "predictions.log", ".lock"
+SYNC_SECONDS = 0.5
+"""Appended records are fdatasync'ed at most this often (and at the end of a run): kill -9 never
+loses a committed unit; a power cut loses at most the last half second of units."""
+COMPACT_WASTE = 0.5
+"""A log is rewritten without superseded records once they make up more than half of it."""
+
+
+def pack_arrays(arrays: dict[str, np.ndarray]) -> tuple[list[dict], bytes]:
+    meta, chunks, offset = [], [], 0
+    for name in sorted(arrays):
+        arr = np.ascontiguousarray(arrays[name])
+        if arr.dtype == object:
+            raise TypeError(f"prediction array {name!r} has dtype object")
+        raw = arr.tobytes()
+        meta.append({"name": name, "dtype": arr.dtype.str, "shape": list(arr.shape), "offset": offset,
+                     "nbytes": len(raw)})
+        chunks.append(raw)
+        offset += len(raw)
+    return meta, b"".join(chunks)
+
+
+def unpack_arrays(meta: list[dict], blob: memoryview) -> dict[str, np.ndarray]:
+    out = {}
+    for item in meta:
+        raw = blob[item["offset"]:item["offset"] + item["nbytes"]]
+        out[item["name"]] = np.frombuffer(raw, dtype=np.dtype(item["dtype"])).reshape(item["shape"]).copy()
+    return out
+
+
+class ExperimentFiles:
+    """Read access to one experiment folder (no lock needed: logs only grow, files are replaced
+    atomically)."""
+
+    def __init__(self, root: Path, experiment_id: str):
+        self.root = Path(root)
+        self.id = validate_name("Experiment id", experiment_id)
+        self.folder = self.root / "experiments" / self.id
+
+    @property
+    def exists(self) -> bool:
+        return (self.folder / SPEC).exists()
+
+    @property
+    def is_legacy(self) -> bool:
+        return not (self.folder / UNITS).exists() and legacy.has_legacy(self.folder)
+
+    def read_spec(self) -> dict:
+        path = self.folder / SPEC
+        check_no_links(self.root, path)
+        try:
+            data = read_bytes(path)
+        except FileNotFoundError:
+            from .store import experiment_ids
+
+            raise unknown_name("experiment", self.id, experiment_ids(self.root),
+                               "Run `malt results` to list the experiments.") from None
+        try:
+            spec = unseal_json(data, str(path), legacy_ok=self.is_legacy)
+        except DamagedJSON as err:
+            raise DamagedJSON(f"{err}; `malt repair --experiment {self.id}` restores it from the experiment's log."
+                              ) from None
+        if not self.is_legacy and spec.get("experiment") != self.id:
+            raise DamagedJSON(f"{path} describes experiment {spec.get('experiment')!r}, not {self.id!r}; "
+                              f"`malt repair --experiment {self.id}` restores it from the experiment's log.")
+        return spec
+
+    def read_log(self, problems: list | None = None) -> tuple[dict[str, dict], list[dict], list[dict]]:
+        """(newest unit record by key, session records, spec copies) of this experiment.
+
+        Damaged stretches are described in ``problems``; a write cut short at the end of the log (a
+        writer killed mid-append) was never committed and is not reported."""
+        problems = problems if problems is not None else []
+        units: dict[str, dict] = {}
+        sessions: list[dict] = []
+        specs: list[dict] = []
+        if self.is_legacy:
+            for record in sorted(legacy.read(self.folder, problems), key=lambda r: r.get("timestamp", 0)):
+                units[record["unit"]] = dict(record, legacy=True)
+            return units, sessions, specs
+        path = self.folder / UNITS
+        check_no_links(self.root, path)
+        data, found = read_log(path)
+        for offset in found.damaged:
+            problems.append(f"{path}: damaged bytes at offset {offset} (the record there is lost; "
+                            f"`malt repair --experiment {self.id}` cleans the log, `malt rerun` recomputes the unit)")
+        for record in found.records:
+            header = record.header
+            kind = header.get("type")
+            if kind == "unit" and isinstance(header.get("unit"), str):
+                units[header["unit"]] = header
+            elif kind == "session":
+                sessions.append(dict(header))
+            elif kind == "session-end":
+                for session in sessions:
+                    if session.get("session") == header.get("session"):
+                        session["ended"] = header.get("ended")
+            elif kind == "spec" and isinstance(header.get("spec"), dict):
+                specs.append(header["spec"])
+        return units, sessions, specs
+
+    def read_predictions(self, wanted: dict[str, str], problems: list | None = None) -> dict[str, dict]:
+        """Stored predictions by unit key, for ``wanted`` {unit key: predictions id}."""
+        if not wanted:
+            return {}
+        path = self.folder / PREDICTIONS
+        check_no_links(self.root, path)
+        data, found = read_log(path)
+        if found.damaged and problems is not None:
+            problems.append(f"{path}: damaged bytes at {len(found.damaged)} place(s); the units whose predictions "
+                            "were there need `malt rerun --algo NAME` to be rescored")
+        out = {}
+        for record in found.records:
+            header = record.header
+            if header.get("type") == "predictions" and wanted.get(header.get("unit")) == header.get("id"):
+                out[header["unit"]] = unpack_arrays(header["arrays"], payload(data, record))
+        return out
+
+    def prediction_ids(self) -> dict[str, str]:
+        """{unit key: predictions id} of the units whose newest ok record has stored predictions."""
+        units, _, _ = self.read_log()
+        return {k: r["predictions"] for k, r in units.items() if r.get("status") == "ok" and r.get("predictions")}
+
+    def writer(self, *, wait: bool = False) -> "ExperimentWriter":
+        return ExperimentWriter(self, wait=wait)
+
+
+class ExperimentWriter:
+    """The one writer of an experiment: holds the repository lock shared and the experiment's lock."""
+
+    def __init__(self, files: ExperimentFiles, *, wait: bool = False):
+        self.files = files
+        root = files.root
+        check_layout(root, files.folder)
+        self.repo_lock = FileLock(root, root / ".lock", f"Repository {root}").acquire(exclusive=False, wait=wait)
+        try:
+            ensure_dir(root, files.folder)
+            self.lock = FileLock(root, files.folder / LOCK, f"Experiment {files.id}").acquire(wait=wait)
+        except BaseException:
+            self.repo_lock.release()
+            raise
+        sweep_temporaries(files.folder, older_than=0)  # we hold the lock: nobody else writes here
+        self._units: AppendLog | None = None
+        self._predictions: AppendLog | None = None
+        self._last_sync = time.monotonic()
+
+    def _log(self, name: str) -> AppendLog:
+        if name == UNITS:
+            if self._units is None:
+                self._units = AppendLog(self.files.root, self.files.folder / UNITS)
+            return self._units
+        if self._predictions is None:
+            self._predictions = AppendLog(self.files.root, self.files.folder / PREDICTIONS)
+        return self._predictions
+
+    def write_spec(self, spec: dict) -> None:
+        """Replace spec.json and keep a copy in the log (what `repair` restores from)."""
+        self._log(UNITS).append(encode({"type": "spec", "spec": spec, "time": time.time()}))
+        self._log(UNITS).sync()
+        atomic_write(self.files.root, self.files.folder / SPEC, seal(spec))
+
+    def session(self, info: dict) -> str:
+        sid = secrets.token_hex(8)
+        self._log(UNITS).append(encode(dict(info, type="session", session=sid)))
+        return sid
+
+    def end_session(self, sid: str) -> None:
+        """Mark the end of a run session (its provenance gets an end time) and make everything durable."""
+        self._log(UNITS).append(encode({"type": "session-end", "session": sid, "ended": time.time()}))
+        self.sync()
+
+    def commit(self, record: dict, arrays: dict[str, np.ndarray] | None) -> None:
+        """Store one finished unit: its predictions first, then the record that makes it committed."""
+        record = dict(record, type="unit")
+        if arrays:
+            meta, blob = pack_arrays(arrays)
+            pid = secrets.token_hex(8)
+            self._log(PREDICTIONS).append(encode({"type": "predictions", "unit": record["unit"], "id": pid,
+                                                  "arrays": meta}, blob))
+            record["predictions"] = pid
+        self._log(UNITS).append(encode(record))
+        if time.monotonic() - self._last_sync > SYNC_SECONDS:
+            self.sync()
+
+    def sync(self) -> None:
+        for log in (self._predictions, self._units):
+            if log is not None:
+                log.sync()
+        self._last_sync = time.monotonic()
+
+    def compact(self, force: bool = False) -> bool:
+        """Rewrite the logs without superseded or damaged records when that saves half of them."""
+        self.close_logs()
+        folder, root = self.files.folder, self.files.root
+        data, found = read_log(folder / UNITS)
+        if not found.records:
+            return False
+        newest: dict[str, int] = {}
+        specs = []
+        for i, record in enumerate(found.records):
+            kind = record.header.get("type")
+            if kind == "unit":
+                newest[record.header["unit"]] = i
+            elif kind == "spec":
+                specs.append(i)
+        sessions_used = {found.records[i].header.get("session") for i in newest.values()}
+        keep = sorted(set(newest.values()) | set(specs[-1:])
+                      | {i for i, r in enumerate(found.records)
+                         if r.header.get("type") in ("session", "session-end")
+                         and r.header.get("session") in sessions_used})
+        waste = 1 - len(keep) / len(found.records)
+        if not force and (waste <= COMPACT_WASTE or len(data) < (256 << 10)) and not found.damaged:
+            return False
+        live_predictions = {found.records[i].header.get("predictions") for i in newest.values()} - {None}
+        pdata, pfound = read_log(folder / PREDICTIONS)
+        pkeep = [r for r in pfound.records if r.header.get("id") in live_predictions]
+        if pfound.records or pfound.damaged:
+            atomic_write(root, folder / PREDICTIONS,
+                         b"".join(pdata[r.offset:r.payload_offset + r.payload_length] for r in pkeep))
+        atomic_write(root, folder / UNITS,
+                     b"".join(data[found.records[i].offset:found.records[i].payload_offset
+                                   + found.records[i].payload_length] for i in keep))
+        return True
+
+    def close_logs(self) -> None:
+        for attr in ("_predictions", "_units"):
+            log = getattr(self, attr)
+            if log is not None:
+                log.close()
+                setattr(self, attr, None)
+
+    def close(self) -> None:
+        try:
+            self.close_logs()
+        finally:
+            self.lock.release()
+            self.repo_lock.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def check_layout(root: Path, folder: Path) -> None:
+    """Refuse, before anything is written, a repository whose shared folders or this experiment's
+    files are symbolic links (a repository someone sent may try to redirect writes elsewhere)."""
+    for name in ("cache", "datasets", "data", "experiments", "legacy", ".lock"):
+        check_no_links(root, root / name)
+    check_no_links(root, folder)
+    for name in (SPEC, UNITS, PREDICTIONS, LOCK):
+        check_no_links(root, folder / name)
+
+
+def latest_valid_spec(specs: list[dict], experiment_id: str) -> dict | None:
+    for spec in reversed(specs):
+        if spec.get("experiment") == experiment_id:
+            return spec
+    return None
+
+
+def remove_empty(folder: Path) -> None:
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass
+
+
+__all__ = ["ExperimentFiles", "ExperimentWriter", "RepositoryError", "latest_valid_spec"]

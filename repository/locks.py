@@ -1,0 +1,70 @@
+"""Advisory file locks (flock): one writer per experiment, repository-wide operations exclusive.
+
+``REPO/.lock`` is held *shared* by every writer of one experiment and *exclusive* by operations on
+the whole repository (format migration, `malt repair` of everything), so those wait for running
+experiments and the experiments wait for them. ``experiments/ID/.lock`` is held exclusive by the one
+process writing that experiment: two `malt cv` on different experiments run side by side, a second
+one on the same experiment waits (``--wait``) or refuses with one line. The lock file records who
+holds it, for that line.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import time
+from pathlib import Path
+
+from malt.errors import RepositoryError
+
+from .files import check_no_links, describe_os_error
+
+
+class FileLock:
+    def __init__(self, root: Path, path: Path, what: str):
+        self.root, self.path, self.what = Path(root), Path(path), what
+        self.fd: int | None = None
+
+    def acquire(self, *, exclusive: bool = True, wait: bool = False) -> "FileLock":
+        check_no_links(self.root, self.path)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        except OSError as err:
+            raise RepositoryError(f"Cannot write to {self.path.parent}: {describe_os_error(err)}. "
+                                  "Pass --repo with a folder you can write to.") from None
+        mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+        try:
+            fcntl.flock(fd, mode | (0 if wait else fcntl.LOCK_NB))
+        except OSError as err:
+            holder = ""
+            try:
+                holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
+            except OSError:
+                pass
+            os.close(fd)
+            if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise RepositoryError(f"{self.what} is in use by {holder or 'another malt process'}; wait for it "
+                                      "to finish, or pass --wait to queue behind it.") from None
+            raise RepositoryError(f"Cannot lock {self.path}: {describe_os_error(err)}.") from None
+        if exclusive:
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"malt pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+            except OSError:
+                pass  # the note is a courtesy; the lock itself is held
+        self.fd = fd
+        return self
+
+    def release(self) -> None:
+        if self.fd is not None:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self.fd)
+                self.fd = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
