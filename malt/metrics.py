@@ -1,11 +1,24 @@
 """Evaluation measures, vectorised over instances.
 
-Multi-label measures follow the dissertation's definitions (4.13–4.17); where they overlap with
-scikit-learn they agree with it (ties count against the ranking, an instance whose labels are all
-relevant or all irrelevant has ranking loss 0 and average precision 1):
+Multi-label measures follow the dissertation's definitions (4.13–4.17) with one set of conventions
+for every ranking measure, which MULAN (whose numbers the papers and the benchmark comparisons
+quote; mulan.evaluation.measure) shares where it is defined:
+
+* **Ties count against the ranking** (the pessimistic rank: a label tied with another ranks below
+  it): ranking loss counts a tied (relevant, irrelevant) pair as wrong, average precision and
+  coverage count tied labels as ranked above, and one-error is 1 unless every label tied at the top
+  score is relevant. (MULAN breaks ties by label index, which rewards an arbitrary column order.)
+* **Rows without a relevant label**: average precision is undefined there and the row is left out
+  (MULAN's AveragePrecision does the same); ranking loss and coverage count such a row as 0 and
+  one-error as 1 (as MULAN and scikit-learn do). A measure with no defined row on a fold is NaN.
+* **Labels absent from a fold**: macro-F1 leaves out a label with no positive in the truth and
+  none predicted (undefined; MULAN counts it as 1, scikit-learn as 0), macro AUC a label without
+  both classes; micro-F1 with no positive at all is NaN.
+
+Where they overlap with scikit-learn on rows where both are defined they agree:
 
 * ranking_loss      == sklearn.metrics.label_ranking_loss
-* average_precision == sklearn.metrics.label_ranking_average_precision_score
+* average_precision == sklearn.metrics.label_ranking_average_precision_score (rows with a relevant label)
 * coverage          == sklearn.metrics.coverage_error - 1 (instances with a relevant label)
 * hamming_loss      == sklearn.metrics.hamming_loss
 """
@@ -19,22 +32,29 @@ def _ranks(S: np.ndarray) -> np.ndarray:
     return (S[:, None, :] >= S[:, :, None]).sum(axis=2)
 
 
+def _mean(values: np.ndarray) -> float:
+    return float(np.mean(values)) if values.size else float("nan")
+
+
 def one_error(Y: np.ndarray, S: np.ndarray) -> float:
-    """(4.13) fraction of instances whose top-scored label is not relevant."""
-    top = np.argmax(S, axis=1)
-    return float(np.mean(Y[np.arange(len(Y)), top] != 1))
+    """(4.13) fraction of instances whose top-ranked label is not relevant; with ties at the top
+    score, an instance counts as an error unless every tied label is relevant."""
+    Y = Y.astype(bool)
+    top = S >= S.max(axis=1, keepdims=True)
+    return _mean((top & ~Y).any(axis=1).astype(float))
 
 
 def average_precision(Y: np.ndarray, S: np.ndarray) -> float:
-    """(4.14) mean over relevant labels of (#relevant ranked at least as high) / rank."""
+    """(4.14) mean over relevant labels of (#relevant ranked at least as high) / rank, over the
+    instances that have a relevant label."""
     Y = Y.astype(bool)
+    defined = Y.any(1)
+    Y, S = Y[defined], S[defined]
     above = S[:, None, :] >= S[:, :, None]  # above[d, l, l'] : l' ranks at least as high as l
     rank = above.sum(2)
     rel_above = (above & Y[:, None, :]).sum(2)
-    n_rel = Y.sum(1)
-    per = np.where(Y, rel_above / rank, 0.0).sum(1) / np.maximum(n_rel, 1)
-    degenerate = (n_rel == 0) | (n_rel == Y.shape[1])
-    return float(np.mean(np.where(degenerate, 1.0, per)))
+    per = np.where(Y, rel_above / rank, 0.0).sum(1) / Y.sum(1).clip(min=1)
+    return _mean(per)
 
 
 def coverage(Y: np.ndarray, S: np.ndarray) -> float:
@@ -42,41 +62,45 @@ def coverage(Y: np.ndarray, S: np.ndarray) -> float:
     Y = Y.astype(bool)
     lowest = np.where(Y, S, np.inf).min(1)
     depth = (S >= lowest[:, None]).sum(1)
-    return float(np.mean(np.where(Y.any(1), depth - 1, 0)))
+    return _mean(np.where(Y.any(1), depth - 1, 0).astype(float))
 
 
 def ranking_loss(Y: np.ndarray, S: np.ndarray) -> float:
-    """(4.17) fraction of (relevant, irrelevant) pairs with g(relevant) <= g(irrelevant)."""
+    """(4.17) fraction of (relevant, irrelevant) pairs with g(relevant) <= g(irrelevant); an
+    instance without such pairs counts as 0."""
     Y = Y.astype(bool)
     wrong = (S[:, :, None] <= S[:, None, :]) & Y[:, :, None] & ~Y[:, None, :]
     pairs = Y.sum(1) * (~Y).sum(1)
-    return float(np.mean(np.where(pairs > 0, wrong.sum((1, 2)) / np.maximum(pairs, 1), 0.0)))
+    return _mean(np.where(pairs > 0, wrong.sum((1, 2)) / np.maximum(pairs, 1), 0.0))
 
 
 def hamming_loss(Y: np.ndarray, P: np.ndarray) -> float:
     """(4.16) fraction of instance-label pairs predicted wrongly."""
-    return float(np.mean(Y.astype(bool) != P.astype(bool)))
+    return _mean((Y.astype(bool) != P.astype(bool)).ravel().astype(float))
 
 
 def example_accuracy(Y: np.ndarray, P: np.ndarray) -> float:
-    """Mean Jaccard index |Y ∩ P| / |Y ∪ P| per instance (1 when both are empty)."""
+    """Mean Jaccard index |Y ∩ P| / |Y ∪ P| per instance (1 when both are empty, as MULAN)."""
     Y, P = Y.astype(bool), P.astype(bool)
     union = (Y | P).sum(1)
-    return float(np.mean(np.where(union > 0, (Y & P).sum(1) / np.maximum(union, 1), 1.0)))
+    return _mean(np.where(union > 0, (Y & P).sum(1) / np.maximum(union, 1), 1.0))
 
 
 def f1_micro(Y: np.ndarray, P: np.ndarray) -> float:
+    """F1 of all instance-label pairs pooled; NaN when there is no positive in truth or prediction."""
     Y, P = Y.astype(bool), P.astype(bool)
     tp, fp, fn = (Y & P).sum(), (~Y & P).sum(), (Y & ~P).sum()
-    return float(2 * tp / max(2 * tp + fp + fn, 1))
+    denom = 2 * tp + fp + fn
+    return float(2 * tp / denom) if denom else float("nan")
 
 
 def f1_macro(Y: np.ndarray, P: np.ndarray) -> float:
-    """Mean F1 over labels; a label never present nor predicted scores 1 (perfect)."""
+    """Mean F1 over the labels where it is defined (a label with no positive in the truth and none
+    predicted is left out)."""
     Y, P = Y.astype(bool), P.astype(bool)
     tp, fp, fn = (Y & P).sum(0), (~Y & P).sum(0), (Y & ~P).sum(0)
     denom = 2 * tp + fp + fn
-    return float(np.mean(np.where(denom > 0, 2 * tp / np.maximum(denom, 1), 1.0)))
+    return _mean(2 * tp[denom > 0] / denom[denom > 0])
 
 
 def auc_macro(Y: np.ndarray, S: np.ndarray) -> float:
@@ -86,7 +110,7 @@ def auc_macro(Y: np.ndarray, S: np.ndarray) -> float:
     Y = Y.astype(bool)
     pos, neg = Y.sum(0), (~Y).sum(0)
     keep = (pos > 0) & (neg > 0)
-    if not keep.any():
+    if not keep.any() or Y.shape[0] == 0:
         return float("nan")
     R = rankdata(S[:, keep], axis=0)
     u = (R * Y[:, keep]).sum(0) - pos[keep] * (pos[keep] + 1) / 2

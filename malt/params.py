@@ -74,9 +74,17 @@ class Options:
         return "one of " + ", ".join(repr(v) for v in self.values)
 
 
-def param(default: Any, help: str, constraint: Interval | Options | None = None):
-    """Declare one parameter: its default, a help line, and its allowed values."""
-    return field(default=default, metadata={"help": help, "constraint": constraint})
+def param(default: Any, help: str, constraint: Interval | Options | None = None, *, scoring: bool = False,
+          count: bool = False, repetition: bool = False):
+    """Declare one parameter: its default, a help line, and its allowed values.
+
+    For task options: ``scoring`` marks an option that only changes how stored predictions are
+    scored (precision@k's k), so changing it reuses the predictions instead of refitting; ``count``
+    one that only says how many repetitions to plan (run i is the same whatever the count), so
+    raising it computes only the new ones; ``repetition`` one that repeats the protocol differently
+    (a seed), so a published table is matched whatever its value (counts are repetitions too)."""
+    return field(default=default, metadata={"help": help, "constraint": constraint, "scoring": scoring,
+                                            "count": count, "repetition": repetition or count})
 
 
 _TYPE_NAMES = {int: "an int", float: "a float", bool: "a bool", str: "a str"}

@@ -15,12 +15,7 @@ from malt import metrics
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.splits import MissingSplit, Prediction
-from malt.tasks.base import Task, describe_metric, register_task, subkey_rng
-
-describe_metric("error", "Error rate", "lower", percent=True)
-describe_metric("rmse", "RMSE", "lower")
-describe_metric("mae", "MAE", "lower")
-describe_metric("correlation", "Correlation", "higher")
+from malt.tasks.base import Metric, Setting, Task, as_array, register_task, subkey_rng
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,14 +27,25 @@ class MissingParams(Params):
                         "array, for pcsa-tensor) or 'auto' (Y if present)", Options("auto", "Y", "M", "T"))
     complete_rows: int = param(0, "rows kept fully observed; entries are hidden in the others only",
                                Interval(0, None))
-    seed: int = param(0, "seed of the hidden entries", Interval(0, None))
+    seed: int = param(0, "seed of the hidden entries", Interval(0, None), repetition=True)
 
 
 @register_task
 class MissingTask(Task):
+    """Recover hidden entries of a label or real matrix (each fold hides a fresh random set)."""
+
     name = "missing"
     Params = MissingParams
-    settings = ("missing", "complete_rows")
+    requires = ("M",)  # or Y / T, chosen by the source option
+    metrics = (
+        Metric("error", "Error rate", "lower", True, conventions="sign disagreement at the hidden label entries"),
+        Metric("rmse", "RMSE", "lower", conventions="over the hidden entries"),
+        Metric("mae", "MAE", "lower", conventions="over the hidden entries"),
+        Metric("correlation", "Correlation", "higher",
+               conventions="Pearson correlation of truth and estimate at the hidden entries; NaN when either is "
+                           "constant"),
+    )
+    settings = (Setting("missing", "Hidden entries", "%", 100.0), Setting("complete_rows", "Fully observed rows"))
 
     def _source(self, dataset, params) -> str:
         if params.source != "auto":
@@ -51,9 +57,20 @@ class MissingTask(Task):
         if source not in dataset:
             raise DataError(f"The missing task completes component '{source}', which dataset '{dataset.name}' "
                             f"lacks (it has {', '.join(sorted(dataset.components))}); set --task-param source=...")
-        if params.complete_rows >= dataset[source].shape[0]:
+        T, kind = self.truth(dataset, params)
+        if params.complete_rows >= T.shape[0]:
             raise DataError(f"complete_rows={params.complete_rows} leaves no row to hide entries in "
-                            f"(the matrix has {dataset[source].shape[0]} rows).")
+                            f"(the matrix has {T.shape[0]} rows).")
+        observed = int(np.isfinite(T).sum())
+        if int(round(params.missing * observed)) < 1:
+            raise DataError(f"Hiding {params.missing:g} of the {observed} observed entries of '{dataset.name}' hides "
+                            "none; raise --missing.")
+        if source == "Y":
+            values = np.asarray(dataset["Y"], dtype=float)
+            values = values[~np.isnan(values)]
+            if not np.isin(values, (0.0, 1.0)).all():
+                raise DataError(f"Dataset '{dataset.name}': labels must be 0 or 1 (NaN for unknown); recode them or "
+                                "complete them as a real matrix with --task-param source=M.")
 
     def truth(self, dataset, params) -> tuple[np.ndarray, str]:
         source = self._source(dataset, params)
@@ -79,14 +96,21 @@ class MissingTask(Task):
             X = None
         return MissingSplit(M, hidden, X, np.arange(T.shape[0]), kind, fold)
 
-    def score(self, dataset, params, split, prediction: Prediction):
-        T, kind = self.truth(dataset, params)
-        if prediction.values is None or np.shape(prediction.values) != T.shape:
-            raise ValueError(f"the algorithm returned values of shape {np.shape(prediction.values)}, expected {T.shape}")
-        truth, estimate = T[split.hidden], np.asarray(prediction.values, dtype=float)[split.hidden]
-        if not np.all(np.isfinite(estimate)):
+    def pack(self, split, prediction: Prediction, params):
+        values = as_array(prediction.values, "values", split.M.shape, finite=False)
+        hidden = values[split.hidden]
+        if not np.all(np.isfinite(hidden)):
             raise ValueError("the algorithm returned NaN or inf at hidden entries")
+        out = {"values": hidden.astype(np.float32 if split.kind == "labels" else np.float64)}
+        if prediction.variance is not None:
+            out["variance"] = as_array(prediction.variance, "variance", split.M.shape, finite=False)[split.hidden] \
+                .astype(np.float32)
+        return out
+
+    def score_packed(self, dataset, params, split, packed):
+        T, kind = self.truth(dataset, params)
+        truth, estimate = T[split.hidden], np.asarray(packed["values"], dtype=float)
         if kind == "labels":
             return {"error": metrics.sign_error(truth, estimate)}
-        corr = float(np.corrcoef(truth, estimate)[0, 1]) if truth.std() > 0 and estimate.std() > 0 else 0.0
+        corr = float(np.corrcoef(truth, estimate)[0, 1]) if truth.std() > 0 and estimate.std() > 0 else float("nan")
         return {"rmse": metrics.rmse(truth, estimate), "mae": metrics.mae(truth, estimate), "correlation": corr}

@@ -16,20 +16,9 @@ from malt import metrics
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.splits import MultilabelSplit, Prediction
-from malt.tasks.base import Task, describe_metric, fold_assignment, register_task, subkey_rng
+from malt.tasks.base import Metric, Setting, Task, as_array, fold_assignment, register_task, subkey_rng
 
-for _name, _label, _better, _pct in [
-    ("one_error", "One-error", "lower", True),
-    ("average_precision", "Average precision", "higher", True),
-    ("coverage", "Coverage", "lower", False),
-    ("hamming_loss", "Hamming loss", "lower", True),
-    ("ranking_loss", "Ranking loss", "lower", True),
-    ("accuracy", "Accuracy (Jaccard)", "higher", True),
-    ("f1_micro", "Micro-F1", "higher", True),
-    ("f1_macro", "Macro-F1", "higher", True),
-    ("auc", "Macro AUC", "higher", True),
-]:
-    describe_metric(_name, _label, _better, _pct)
+RANKING = "ties count against the ranking (a label tied with another ranks below it)"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,29 +26,82 @@ class MultilabelParams(Params):
     missing: float = param(0.0, "fraction of training label entries hidden at random", Interval(0, 1, "left"))
     discard: bool = param(False, "drop training rows with any hidden label (the '-D' variants)")
     labeled: int | None = param(None, "use at most this many training rows (learning curves)", Interval(1, None))
-    folds: int = param(5, "number of cross-validation folds", Interval(2, None))
+    folds: int = param(5, "number of cross-validation folds (split=cv)", Interval(2, None))
     split: str = param("cv", "'cv' for k-fold CV, 'given' for the dataset's own train/test split",
                        Options("cv", "given"))
-    seed: int = param(0, "seed of the fold assignment and the hidden entries", Interval(0, None))
+    seed: int = param(0, "seed of the fold assignment and the hidden entries", Interval(0, None), repetition=True)
     repeats: int = param(1, "with split=given: runs on the same split, each with its own seed (a sampler's "
-                         "restarts; Rai & Daumé average 10)", Interval(1, None))
+                         "restarts; Rai & Daumé average 10)", Interval(1, None), count=True)
 
 
 @register_task
 class MultilabelTask(Task):
+    """Predict whole label rows of unseen points; five-fold CV or the dataset's own split."""
+
     name = "multilabel"
     Params = MultilabelParams
-    settings = ("missing", "labeled")
+    requires = ("X", "Y")
+    metrics = (
+        Metric("one_error", "One-error", "lower", True, version="2",
+               conventions="1 unless every label tied at the top score is relevant; a row without a relevant "
+                           "label counts as 1"),
+        Metric("average_precision", "Average precision", "higher", True, version="2",
+               conventions=f"rows without a relevant label are left out (as MULAN); {RANKING}"),
+        Metric("coverage", "Coverage", "lower", False,
+               conventions=f"depth of the lowest-ranked relevant label minus one; 0 for a row without a relevant "
+                           f"label; {RANKING}"),
+        Metric("hamming_loss", "Hamming loss", "lower", True),
+        Metric("ranking_loss", "Ranking loss", "lower", True,
+               conventions=f"a row without both relevant and irrelevant labels counts as 0; {RANKING}"),
+        Metric("accuracy", "Accuracy (Jaccard)", "higher", True,
+               conventions="a row whose true and predicted label sets are both empty counts as 1 (as MULAN)"),
+        Metric("f1_micro", "Micro-F1", "higher", True, version="2",
+               conventions="NaN when neither truth nor prediction has a positive"),
+        Metric("f1_macro", "Macro-F1", "higher", True, version="2",
+               conventions="labels with no positive in the truth and none predicted are left out (MULAN counts "
+                           "them as 1)"),
+        Metric("auc", "Macro AUC", "higher", True,
+               conventions="labels without both classes in the fold are left out; tied scores get average ranks"),
+    )
+    settings = (Setting("missing", "Hidden training labels", "%", 100.0),
+                Setting("labeled", "Labelled training rows"))
 
     def check(self, dataset, params):
-        if "X" not in dataset or "Y" not in dataset:
+        missing = [c for c in self.requires if c not in dataset]
+        if missing:
             raise DataError(f"The multilabel task needs features X and a label matrix Y; dataset "
                             f"'{dataset.name}' has {', '.join(sorted(dataset.components))}.")
-        if params.split == "given" and "given_train" not in dataset.meta:
-            raise DataError(f"Dataset '{dataset.name}' ships no train/test split; use --task-param split=cv.")
-        if params.repeats > 1 and params.split != "given":
-            raise DataError("repeats applies to the dataset's own split; add --task-param split=given "
-                            "(cross-validation repeats itself over --folds).")
+        Y = np.asarray(dataset["Y"], dtype=float)
+        if Y.ndim != 2 or Y.shape[1] == 0:
+            raise DataError(f"Dataset '{dataset.name}': the label matrix Y must have shape (rows, labels), "
+                            f"got {Y.shape}.")
+        values = Y[~np.isnan(Y)]
+        if values.size and not np.isin(values, (0.0, 1.0)).all():
+            bad = values[~np.isin(values, (0.0, 1.0))][0]
+            raise DataError(f"Dataset '{dataset.name}': labels must be 0 or 1 (NaN for unknown), found {bad:g}; "
+                            "recode the label columns.")
+        if values.size == 0:
+            raise DataError(f"Dataset '{dataset.name}': every label entry is unknown (NaN); there is nothing to "
+                            "learn or score.")
+        empty = np.flatnonzero(np.nansum(Y, axis=0) == 0)
+        if empty.size:
+            names = dataset.meta.get("label_names") or []
+            which = ", ".join(str(names[i]) if i < len(names) else str(i) for i in empty[:3])
+            raise DataError(f"Dataset '{dataset.name}': {empty.size} label(s) have no positive example at all "
+                            f"({which}{', …' if empty.size > 3 else ''}); drop those columns.")
+        if params.split == "given":
+            if "given_train" not in dataset.meta:
+                raise DataError(f"Dataset '{dataset.name}' ships no train/test split; use --task-param split=cv.")
+            if params.folds != MultilabelParams().folds:
+                raise DataError("--folds does not apply with split=given (the dataset's own split is used); "
+                                "drop --folds or use split=cv.")
+        else:
+            if params.repeats > 1:
+                raise DataError("repeats applies to the dataset's own split; add --task-param split=given "
+                                "(cross-validation repeats itself over --folds).")
+            if dataset.n_rows < params.folds:
+                raise DataError(f"Dataset '{dataset.name}' has {dataset.n_rows} rows, fewer than --folds "
+                                f"{params.folds}; lower --folds.")
 
     def n_folds(self, dataset, params):
         return params.repeats if params.split == "given" else params.folds
@@ -96,16 +138,16 @@ class MultilabelTask(Task):
         X = dataset["X"]
         return MultilabelSplit(X[train], Y_train, X[test], train, test, fold)
 
-    def score(self, dataset, params, split, prediction: Prediction):
+    def pack(self, split, prediction: Prediction, params):
+        shape = (len(split.test_index), split.Y_train.shape[1])
+        scores = as_array(prediction.scores, "scores", shape)
+        labels = as_array(prediction.labels, "labels", shape)
+        if not np.isin(labels, (0.0, 1.0)).all():
+            raise ValueError("the algorithm returned labels other than 0 and 1")
+        return {"scores": scores.astype(np.float32), "labels": labels.astype(np.uint8)}
+
+    def score_packed(self, dataset, params, split, packed):
         Y = np.asarray(dataset["Y"], dtype=float)[split.test_index]
-        expected = Y.shape
-        for field in ("scores", "labels"):
-            value = getattr(prediction, field)
-            if value is None or np.shape(value) != expected:
-                raise ValueError(f"the algorithm returned {field} of shape {np.shape(value)}, expected {expected}")
-        if np.isnan(Y).any():
-            keep = ~np.isnan(Y).any(axis=1)
-            Y, scores, labels = Y[keep], prediction.scores[keep], prediction.labels[keep]
-        else:
-            scores, labels = prediction.scores, prediction.labels
-        return metrics.multilabel_scores(Y, np.asarray(scores, dtype=float), np.asarray(labels))
+        keep = ~np.isnan(Y).any(axis=1)  # test rows with an unknown label are not scored
+        scores = np.asarray(packed["scores"], dtype=float)[keep]
+        return metrics.multilabel_scores(Y[keep], scores, packed["labels"][keep])

@@ -6,15 +6,16 @@ predicted; with ``new_rows=True`` whole rows (new users) are held out (``1 - tra
 rows) and all their ratings are predicted from side information only.
 
 Metrics: RMSE and MAE at the test entries; precision@k and recall@k per test row, averaged over test
-rows with at least one relevant test rating (relevant = rating > ``relevant``). Candidates of a row
-are all columns except those the row rated in training (the paper's protocol).
+rows with at least one relevant test rating (relevant = rating > ``relevant``). The candidates of a
+row are every column it did not rate in training — the same set for every algorithm (the paper's
+protocol), so a column of a results table means one thing.
 
-Prediction convention for ranking (memory-safe: one row per distinct test row, never n_rows × n_cols
-unless every row is tested): ``Prediction.values`` (n_test,) holds estimates at
-(test_rows, test_cols); ``Prediction.scores`` is optional and, when given, is a dense array of shape
-(len(np.unique(test_rows)), n_cols) whose i-th row scores every column for the i-th smallest test
-row id. Without ``scores`` the ranking metrics rank only the test entries of each row by ``values``
-(and are then reported on that restricted candidate set).
+What an algorithm returns: ``Prediction.values`` (n_test,) estimates at (test_rows, test_cols), and
+``Prediction.scores``, a dense array of shape (len(np.unique(test_rows)), n_cols) whose i-th row
+scores every column for the i-th smallest test row id (memory: one row per distinct test row, never
+n_rows × n_cols unless every row is tested). An algorithm without ``scores`` gets no ranking metrics
+(NaN), never a ranking over a smaller candidate set. Stored per unit: the estimates and each test
+row's top ``max(k, 100)`` candidates, so k up to that length is rescored without refitting.
 """
 from __future__ import annotations
 
@@ -27,63 +28,82 @@ from malt import metrics
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.splits import Prediction, RatingsSplit
-from malt.tasks.base import Task, describe_metric, register_task, subkey_rng
+from malt.tasks.base import Metric, Setting, Task, as_array, register_task, subkey_rng
 
-describe_metric("rmse", "RMSE", "lower")
-describe_metric("mae", "MAE", "lower")
-describe_metric("precision@k", "Precision@k", "higher")
-describe_metric("recall@k", "Recall@k", "higher")
+STORED_TOP = 100
+"""Candidates kept per test row (at least k): rescoring with any k up to this needs no refit."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class RatingsParams(Params):
     train_fraction: float = param(0.7, "fraction of observed ratings (or of rows, with new_rows) used for training",
                                   Interval(0, 1, "neither"))
-    runs: int = param(5, "number of random train/test splits", Interval(1, None))
+    runs: int = param(5, "number of random train/test splits", Interval(1, None), count=True)
     new_rows: bool = param(False, "hold out whole rows (new users), predicted from side information only",
                            Options(False, True))
-    k: int = param(20, "list length of precision@k and recall@k", Interval(1, None))
-    relevant: float = param(4.0, "a test rating is relevant when it is > this value", Interval(None, None))
-    seed: int = param(0, "seed of the random splits", Interval(0, None))
+    k: int = param(20, "list length of precision@k and recall@k", Interval(1, None), scoring=True)
+    relevant: float = param(4.0, "a test rating is relevant when it is > this value", Interval(None, None),
+                            scoring=True)
+    seed: int = param(0, "seed of the random splits", Interval(0, None), repetition=True)
 
 
-def ranking_at_k(train: sp.coo_matrix, test_rows, test_cols, truth, scores_rows, scores, k, relevant):
-    """Mean precision@k and recall@k over test rows that have a relevant test rating.
+def top_candidates(train: sp.spmatrix, rows: np.ndarray, scores: np.ndarray, length: int) -> np.ndarray:
+    """(len(rows), length) column ids of each row's best-scored columns among those it did not rate in
+    training, best first. Tied scores (a new row with no side information predicts one constant) are
+    broken in a seeded random order per row, not by column index, which would hand such rows the
+    catalogue's first items. Cost O(rows · cols · log cols)."""
+    S = np.array(scores, dtype=float, copy=True)
+    S[np.isnan(S)] = -np.inf
+    S[sp.csr_matrix(train)[rows].nonzero()] = -np.inf
+    tiebreak = np.random.default_rng(0).random(S.shape)
+    return np.lexsort((tiebreak, -S), axis=1)[:, :min(length, S.shape[1])]
 
-    scores : (len(scores_rows), n_cols) scores of every column for each row in ``scores_rows``;
-    columns rated in training are excluded from the candidates. Tied scores (a new row with no side
-    information predicts one constant) are broken in a seeded random order per row, not by column
-    index, which would hand such rows the catalogue's first items.
-    """
+
+def ranking_at_k(top: np.ndarray, rows: np.ndarray, test_rows, test_cols, truth, k: int, relevant: float):
+    """Mean precision@k and recall@k over test rows with a relevant test rating (NaN if none).
+
+    top : (len(rows), >= k) candidate column ids per distinct test row, best first."""
     rel = truth > relevant
     if not rel.any():
         return float("nan"), float("nan")
-    pos = np.searchsorted(scores_rows, test_rows)
-    n_rel = np.bincount(pos[rel], minlength=len(scores_rows))
-    S = np.array(scores, dtype=float, copy=True)
-    tr = train.tocsr()
-    sub = tr[scores_rows]
-    S[sub.nonzero()] = -np.inf
-    kk = min(k, S.shape[1])
-    tiebreak = np.random.default_rng(0).random(S.shape)
-    top = np.lexsort((tiebreak, -S), axis=1)[:, :kk]  # by score, ties in a seeded random order per row
-    hit = sp.csr_matrix((np.ones(rel.sum()), (pos[rel], test_cols[rel])), shape=S.shape)
-    hits = np.asarray(hit[np.arange(S.shape[0])[:, None], top].sum(axis=1)).ravel()
+    pos = np.searchsorted(rows, test_rows)
+    n_rel = np.bincount(pos[rel], minlength=len(rows))
+    width = int(max(top.max(initial=0), test_cols.max(initial=0))) + 1
+    hit = sp.csr_matrix((np.ones(rel.sum()), (pos[rel], test_cols[rel])), shape=(len(rows), width))
+    shown = top[:, :min(k, top.shape[1])]
+    hits = np.asarray(hit[np.arange(len(rows))[:, None], shown].sum(axis=1)).ravel()
     ok = n_rel > 0
     return float(np.mean(hits[ok] / k)), float(np.mean(hits[ok] / n_rel[ok]))
 
 
 @register_task
 class RatingsTask(Task):
+    """Predict held-out ratings of a sparse matrix (known rows, or new rows from side information)."""
+
     name = "ratings"
     Params = RatingsParams
-    settings = ("new_rows", "train_fraction", "k")
-    version = "2"  # ties in the top-k broken in random column order (v1: by column index)
+    requires = ("ratings",)
+    metrics = (
+        Metric("rmse", "RMSE", "lower", conventions="over the test ratings"),
+        Metric("mae", "MAE", "lower", conventions="over the test ratings"),
+        Metric("precision@k", "Precision@{k}", "higher", options=("k",), version="2",
+               conventions="candidates: every column the row did not rate in training; averaged over test rows "
+                           "with a relevant rating; ties broken in a seeded random order; NaN without scores"),
+        Metric("recall@k", "Recall@{k}", "higher", options=("k",), version="2",
+               conventions="as precision@k, divided by the row's number of relevant test ratings"),
+    )
+    settings = (Setting("new_rows", "New rows"), Setting("train_fraction", "Training fraction", "%", 100.0),
+                Setting("k", "List length k"))
 
     def check(self, dataset, params):
         if "ratings" not in dataset:
             raise DataError(f"The ratings task needs a sparse 'ratings' component, which dataset '{dataset.name}' "
                             f"lacks (it has {', '.join(sorted(dataset.components))}).")
+        R = self._coo(dataset)
+        if R.nnz < 2:
+            raise DataError(f"Dataset '{dataset.name}' has {R.nnz} rating(s); there is nothing to split.")
+        if not np.all(np.isfinite(R.data)):
+            raise DataError(f"Dataset '{dataset.name}': ratings contain NaN or inf.")
 
     def n_folds(self, dataset, params):
         return params.runs
@@ -109,26 +129,33 @@ class RatingsTask(Task):
                             dataset.get("col_graph"), dataset.get("row_features"), dataset.get("col_features"),
                             bool(params.new_rows), fold)
 
-    def score(self, dataset, params, split, prediction: Prediction):
+    def pack(self, split, prediction: Prediction, params):
+        values = None if prediction.values is None else np.ravel(prediction.values)
+        out = {"values": as_array(values, "values", (len(split.test_rows),)).astype(np.float64)}
+        if prediction.scores is not None:
+            rows = np.unique(split.test_rows)
+            n_cols = split.train.shape[1]
+            scores = as_array(prediction.scores, "scores", (rows.size, n_cols), finite=False)
+            top = top_candidates(split.train, rows, scores, max(params.k, STORED_TOP))
+            out["top"] = top.astype(np.uint16 if n_cols < 65536 else np.uint32)
+        return out
+
+    def can_score(self, packed, params):
+        """Stored lists serve any k up to their length."""
+        if "top" not in packed:
+            return True
+        return params.k <= packed["top"].shape[1]
+
+    def score_packed(self, dataset, params, split, packed):
         R = self._coo(dataset).tocsr()
         truth = np.asarray(R[split.test_rows, split.test_cols]).ravel()
-        est = None if prediction.values is None else np.asarray(prediction.values, dtype=float).ravel()
-        if est is None or est.shape != truth.shape:
-            raise ValueError(f"the algorithm returned values of shape {None if est is None else est.shape}, "
-                             f"expected {truth.shape}")
-        if not np.all(np.isfinite(est)):
-            raise ValueError("the algorithm returned NaN or inf at test entries")
+        est = np.asarray(packed["values"], dtype=float)
         out = {"rmse": metrics.rmse(truth, est), "mae": metrics.mae(truth, est)}
-        urows = np.unique(split.test_rows)
-        if prediction.scores is not None:
-            S = np.asarray(prediction.scores, dtype=float)
-            if S.shape != (urows.size, R.shape[1]):
-                raise ValueError(f"scores must have shape {(urows.size, R.shape[1])} (distinct test rows × columns)")
-            train = split.train
-        else:  # rank the test entries of each row only
-            S = np.full((urows.size, R.shape[1]), -np.inf)
-            S[np.searchsorted(urows, split.test_rows), split.test_cols] = est
-            train = sp.coo_matrix(R.shape)
-        p, r = ranking_at_k(train, split.test_rows, split.test_cols, truth, urows, S, params.k, params.relevant)
+        if "top" in packed:
+            rows = np.unique(split.test_rows)
+            p, r = ranking_at_k(packed["top"].astype(np.int64), rows, split.test_rows, split.test_cols, truth,
+                                params.k, params.relevant)
+        else:
+            p = r = float("nan")
         out["precision@k"], out["recall@k"] = p, r
         return out

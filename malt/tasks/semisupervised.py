@@ -14,9 +14,7 @@ import numpy as np
 from malt.errors import DataError
 from malt.params import Interval, Params, param
 from malt.splits import Prediction, SemiSupervisedSplit
-from malt.tasks.base import Task, describe_metric, fold_assignment, register_task, subkey_rng
-
-describe_metric("error", "Error rate", "lower", percent=True)
+from malt.tasks.base import Metric, Setting, Task, as_array, fold_assignment, register_task, subkey_rng
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,7 +22,7 @@ class SemiSupervisedParams(Params):
     labeled: int = param(30, "number of labelled training points ℓ drawn from the training folds",
                          Interval(1, None))
     folds: int = param(5, "number of cross-validation folds", Interval(2, None))
-    seed: int = param(0, "seed of the fold assignment and the labelled points", Interval(0, None))
+    seed: int = param(0, "seed of the fold assignment and the labelled points", Interval(0, None), repetition=True)
 
 
 def labeled_points(pool: np.ndarray, y: np.ndarray, labeled: int, rng: np.random.Generator) -> np.ndarray:
@@ -42,18 +40,29 @@ def labeled_points(pool: np.ndarray, y: np.ndarray, labeled: int, rng: np.random
 
 @register_task
 class SemiSupervisedTask(Task):
+    """Transductive classification on a graph over all points, ℓ labelled points per fold (§3.6)."""
+
     name = "semisupervised"
     Params = SemiSupervisedParams
-    settings = ("labeled",)
+    requires = ("X", "y")
+    metrics = (Metric("error", "Error rate", "lower", True,
+                      conventions="misclassified fraction of the held-out fold (unlabelled points only)"),)
+    settings = (Setting("labeled", "Labelled points ℓ"),)
 
     def check(self, dataset, params):
         if "X" not in dataset or "y" not in dataset:
             raise DataError(f"The semisupervised task needs features X and class ids y; dataset "
                             f"'{dataset.name}' has {', '.join(sorted(dataset.components))}.")
         y = np.asarray(dataset["y"])
-        if not np.issubdtype(y.dtype, np.integer) or y.min() < 0:
+        if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer) or y.size == 0 or y.min() < 0:
             raise DataError(f"Dataset '{dataset.name}': y must hold integer class ids 0..C-1.")
+        counts = np.bincount(y)
+        if np.count_nonzero(counts) < 2:
+            raise DataError(f"Dataset '{dataset.name}' has a single class; classification needs at least two.")
         n = dataset.n_rows
+        if n < 2 * params.folds:
+            raise DataError(f"Dataset '{dataset.name}' has {n} points, too few for {params.folds} folds; "
+                            "lower --folds.")
         if params.labeled > n - n // params.folds - 1:
             raise DataError(f"--labeled {params.labeled} is too large: the training folds of "
                             f"'{dataset.name}' hold about {n - n // params.folds} points.")
@@ -69,10 +78,16 @@ class SemiSupervisedTask(Task):
         y_split[lab] = y[lab]
         return SemiSupervisedSplit(dataset["X"], y_split, int(y.max()) + 1, test, fold)
 
-    def score(self, dataset, params, split, prediction: Prediction):
-        y = np.asarray(dataset["y"])
-        labels = prediction.labels
-        if labels is None or np.shape(labels) != y.shape:
-            raise ValueError(f"the algorithm returned labels of shape {np.shape(labels)}, expected {y.shape}")
-        ev = split.evaluate
-        return {"error": float(np.mean(np.asarray(labels)[ev] != y[ev]))}
+    def pack(self, split, prediction: Prediction, params):
+        labels = as_array(prediction.labels, "labels", split.y.shape)
+        if not np.array_equal(labels, np.round(labels)) or labels.min() < 0 or labels.max() >= split.n_classes:
+            raise ValueError(f"the algorithm returned labels outside the class ids 0..{split.n_classes - 1}")
+        out = {"labels": labels[split.evaluate].astype(np.int32)}
+        if prediction.scores is not None:
+            out["scores"] = as_array(prediction.scores, "scores", (len(split.y), split.n_classes),
+                                     finite=False)[split.evaluate].astype(np.float32)
+        return out
+
+    def score_packed(self, dataset, params, split, packed):
+        y = np.asarray(dataset["y"])[split.evaluate]
+        return {"error": float(np.mean(packed["labels"] != y))}

@@ -27,18 +27,15 @@ import scipy.sparse as sp
 from malt.errors import DataError
 from malt.params import Interval, Params, param
 from malt.splits import Prediction, TopicsSplit
-from malt.tasks.base import Task, describe_metric, fold_assignment, register_task
-
-describe_metric("perplexity", "Perplexity (joint, 6.23)", "lower")
-describe_metric("perplexity_conditional", "Perplexity (conditional, 6.24)", "lower")
-describe_metric("embedding_error", "SVM error on embedding", "lower", percent=True)
+from malt.tasks.base import Metric, Task, as_array, fold_assignment, register_task
 
 
 @dataclass(frozen=True, kw_only=True)
 class TopicsParams(Params):
     folds: int = param(5, "number of cross-validation folds of held-out documents", Interval(2, None))
-    seed: int = param(0, "seed of the fold assignment", Interval(0, None))
-    svm_C: float = param(1.0, "regularisation C of the linear SVM scored on the embeddings", Interval(0, None, "neither"))
+    seed: int = param(0, "seed of the fold assignment", Interval(0, None), repetition=True)
+    svm_C: float = param(1.0, "regularisation C of the linear SVM scored on the embeddings",
+                         Interval(0, None, "neither"), scoring=True)
 
 
 def embedding_error(Z_train, y_train, Z_test, y_test, C=1.0) -> float:
@@ -55,14 +52,28 @@ def embedding_error(Z_train, y_train, Z_test, y_test, C=1.0) -> float:
 
 @register_task
 class TopicsTask(Task):
+    """Fit a topic model on training documents and score held-out ones (perplexity, embeddings)."""
+
     name = "topics"
     Params = TopicsParams
-    settings = ()
+    requires = ("docs",)
+    metrics = (
+        Metric("perplexity", "Perplexity (joint, 6.23)", "lower",
+               conventions="exp(-log p(w_test, F*) / N_test tokens) from the model's bound"),
+        Metric("perplexity_conditional", "Perplexity (conditional, 6.24)", "lower",
+               conventions="exp(-Σ_d log p(w_d | F*_d) / N_test tokens)"),
+        Metric("embedding_error", "SVM error on embedding", "lower", True,
+               conventions="linear SVM (standardised embeddings, C = svm_C) trained on the training documents' "
+                           "embeddings, tested on the held-out ones; NaN with fewer than two classes"),
+    )
 
     def check(self, dataset, params):
         if "docs" not in dataset:
             raise DataError(f"The topics task needs a 'docs' component (CSR word counts), which dataset "
                             f"'{dataset.name}' lacks (it has {', '.join(sorted(dataset.components))}).")
+        if dataset["docs"].shape[0] < params.folds:
+            raise DataError(f"Dataset '{dataset.name}' has {dataset['docs'].shape[0]} documents, fewer than "
+                            f"--folds {params.folds}.")
 
     def split(self, dataset, params, fold):
         docs = sp.csr_matrix(dataset["docs"], dtype=float)
@@ -76,28 +87,35 @@ class TopicsTask(Task):
         return TopicsSplit(docs[train], docs[test], vocab, None if y is None else y[train],
                            None if y is None else y[test], train, test, fold)
 
-    def score(self, dataset, params, split: TopicsSplit, prediction: Prediction):
+    def pack(self, split, prediction: Prediction, params):
         ex = prediction.extras
         out = {}
+        n_test = split.docs_test.shape[0]
         if "loglik" in ex:  # topic models; pure embeddings (gplvm) give only embedding_error
-            out = self._perplexities(split, ex)
-        if split.labels_train is not None and "embedding_train" in ex and "embedding_test" in ex:
-            out["embedding_error"] = embedding_error(np.asarray(ex["embedding_train"]), split.labels_train,
-                                                     np.asarray(ex["embedding_test"]), split.labels_test,
-                                                     params.svm_C)
+            out["loglik"] = as_array(np.ravel(ex["loglik"]), "extras['loglik'] (one bound per held-out document)",
+                                     (n_test,))
+            joint = float(ex.get("loglik_joint", out["loglik"].sum()))
+            if not np.isfinite(joint):
+                raise ValueError("the algorithm returned a NaN or inf loglik_joint")
+            out["loglik_joint"] = np.array(joint)
+        if "embedding_train" in ex and "embedding_test" in ex:
+            train = np.asarray(ex["embedding_train"], dtype=float)
+            out["embedding_train"] = as_array(train, "extras['embedding_train']",
+                                              (split.docs_train.shape[0], train.shape[1])).astype(np.float32)
+            out["embedding_test"] = as_array(ex["embedding_test"], "extras['embedding_test']",
+                                             (n_test, train.shape[1])).astype(np.float32)
         if not out:
             raise ValueError("the algorithm returned neither extras['loglik'] nor embeddings to score")
         return out
 
-    @staticmethod
-    def _perplexities(split, ex):
-        ll = np.asarray(ex["loglik"], dtype=float).ravel()
-        if ll.shape != (split.docs_test.shape[0],):
-            raise ValueError(f"extras['loglik'] must hold one bound per held-out document "
-                             f"({split.docs_test.shape[0]}), got shape {ll.shape}")
-        if not np.all(np.isfinite(ll)):
-            raise ValueError("the algorithm returned NaN or inf held-out log-likelihoods")
-        n_tokens = float(split.docs_test.sum())
-        joint = float(ex.get("loglik_joint", ll.sum()))
-        return {"perplexity": float(np.exp(-joint / n_tokens)),
-                "perplexity_conditional": float(np.exp(-ll.sum() / n_tokens))}
+    def score_packed(self, dataset, params, split: TopicsSplit, packed):
+        out = {}
+        if "loglik" in packed:
+            n_tokens = float(split.docs_test.sum())
+            out["perplexity"] = float(np.exp(-float(packed["loglik_joint"]) / n_tokens))
+            out["perplexity_conditional"] = float(np.exp(-float(np.sum(packed["loglik"])) / n_tokens))
+        if split.labels_train is not None and "embedding_train" in packed:
+            out["embedding_error"] = embedding_error(packed["embedding_train"].astype(float), split.labels_train,
+                                                     packed["embedding_test"].astype(float), split.labels_test,
+                                                     params.svm_C)
+        return out
