@@ -1,17 +1,19 @@
-"""The `malt` command line.
+"""The `malt` command line: a thin layer over `malt.api`, so the CLI and Python never disagree.
 
 Every command takes --repo (default: $MALT_REPO or ./results). A user error prints one line on
-stderr and exits with status 2, leaving the repository as it was.
+stderr and exits with status 2, leaving the repository as it was; a run in which units failed
+exits with status 1 after saying which and why.
 """
 from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import click
 
-from malt.errors import MaltError, InvalidParameterError
+from malt.errors import InvalidParameterError, MaltError
 
 
 class MaltGroup(click.Group):
@@ -24,6 +26,12 @@ class MaltGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("\ninterrupted: finished units are stored; `malt rerun` completes the rest.", err=True)
             sys.exit(130)
+        except OSError as err:  # a file system fault outside the repository's own handling (outputs, inputs)
+            from malt.repository.files import describe_os_error
+
+            where = f"{err.filename}: " if getattr(err, "filename", None) else ""
+            click.echo(f"error: {where}{describe_os_error(err)}. Nothing already committed was changed.", err=True)
+            sys.exit(2)
 
 
 repo_option = click.option("--repo", "repo_path", type=click.Path(path_type=Path), envvar="MALT_REPO",
@@ -40,7 +48,7 @@ def _assignments(items: tuple[str, ...], flag: str) -> dict[str, str]:
     out = {}
     for item in items:
         name, eq, value = item.partition("=")
-        if not eq or not name:
+        if not eq or not name.strip():
             raise InvalidParameterError(f"{flag} expects name=value, got {item!r}.")
         out[name.strip()] = value.strip()
     return out
@@ -52,276 +60,175 @@ def main():
     """malt: cross-validated experiments on matrices whose rows and columns depend on each other."""
 
 
-# ---- datasets ------------------------------------------------------------------------------
-@main.group(invoke_without_command=True)
-@repo_option
-@click.pass_context
-def datasets(ctx, repo_path):
-    """List named datasets (or use a subcommand: show, import, fetch)."""
-    if ctx.invoked_subcommand is not None:
-        return
-    from malt.datasets.catalogue import DataRoots, available, catalogue
+# ---- cv / run / rerun / rescore ---------------------------------------------------------------------
+def task_option_flags(func):
+    """One --NAME flag per option any task declares (help from the declarations; the chosen task
+    parses and validates the value)."""
+    from malt.tasks import tasks
 
-    roots = DataRoots.default(repo_path)
-    rows = [(e.name, e.group, e.shape, "yes" if available(e, roots) else "no (malt datasets fetch)"
-             if e.remotes else "no", e.description) for e in catalogue().values()]
-    repo = _repo(repo_path)
-    if repo.exists:
-        rows += [(n, "imported", "", "yes", f"imported into {repo_path}") for n in repo.imported()]
-    _print_table(["name", "group", "shape", "available", "description"], rows)
-    if not roots.roots or not any(r.exists() for r in roots.roots):
-        click.echo("\nMALT_DATA is not set: only bundled and synthetic datasets are available. "
-                   "Point MALT_DATA at a folder laid out like shared/datasets, or `malt datasets fetch NAME`.")
-
-
-@datasets.command("show")
-@click.argument("name")
-@repo_option
-def datasets_show(name, repo_path):
-    """Components, shapes, label cardinality and content hash of a dataset."""
-    from malt.data import open_dataset
-
-    dataset = open_dataset(name, _repo(repo_path))
-    for key, value in dataset.describe().items():
-        click.echo(f"{key:>20}: {value}")
-    for key in ("label_names", "class_names"):
-        if dataset.meta.get(key):
-            click.echo(f"{key:>20}: {', '.join(map(str, dataset.meta[key]))[:200]}")
+    seen: dict[str, tuple[str, set]] = {}
+    for task in tasks().values():
+        for row in task.Params.describe():
+            help_text, owners = seen.setdefault(row["name"], (row["help"], set()))
+            owners.add(task.name)
+            if row["type"] == "bool":
+                seen[row["name"]] = (help_text, owners | {"bool"})
+    for name, (help_text, owners) in sorted(seen.items(), reverse=True):
+        flag = "--" + name.replace("_", "-")
+        tasks_text = ", ".join(sorted(owners - {"bool"}))
+        if "bool" in owners:
+            decorator = click.option(f"{flag}/--no-{name.replace('_', '-')}", f"opt_{name}", default=None,
+                                     help=f"Task option ({tasks_text}): {help_text}.")
+        else:
+            decorator = click.option(flag, f"opt_{name}", metavar="VALUE", help=f"Task option ({tasks_text}): "
+                                                                                  f"{help_text}.")
+        func = decorator(func)
+    return func
 
 
-@datasets.command("import")
-@click.argument("name")
-@click.argument("file", type=click.Path(path_type=Path))
-@click.option("--labels", help="MULAN XML file, N (last N columns are labels), 'last' or a column name.")
-@click.option("--impute", type=click.Choice(["none", "mean"]), default="none", show_default=True,
-              help="How to fill missing feature values.")
-@repo_option
-def datasets_import(name, file, labels, impute, repo_path):
-    """Import a user's ARFF or CSV file into the repository under NAME."""
-    from malt.data import load_file
-    from malt.datasets.catalogue import catalogue
-
-    if name in catalogue():
-        raise MaltError(f"'{name}' is a named dataset of malt's catalogue; choose another name.")
-    if impute == "mean" and ".arff" not in file.name.lower():
-        from malt.datasets.delimited import load_delimited
-
-        dataset = load_delimited(file, name=name, labels=labels, impute="mean")
-    else:
-        dataset = load_file(file, labels=labels, name=name)
-    repo = _repo(repo_path)
-    repo.lock()
-    with repo:
-        path = repo.save_dataset(dataset)
-    click.echo(f"imported {name} ({dataset.n_rows} rows, hash {dataset.hash[:16]}) into {path}")
+def _task_flags(kwargs: dict) -> dict[str, str]:
+    return {k[4:]: str(v).lower() if isinstance(v, bool) else v for k, v in kwargs.items()
+            if k.startswith("opt_") and v is not None}
 
 
-@datasets.command("fetch")
-@click.argument("name")
-@click.option("--mirror", help="Base URL to download from instead of the canonical sources.")
-@repo_option
-def datasets_fetch(name, mirror, repo_path):
-    """Download a named dataset from its public source into REPO/data/, checking sha256 sums."""
-    from malt.datasets.catalogue import entry
-    from malt.datasets.fetch import fetch
-
-    item = entry(name)
-    repo = _repo(repo_path)
-    repo.lock()
-    with repo:
-        for path in fetch(item, repo.path / "data", mirror=mirror):
-            click.echo(f"fetched {path}")
-
-
-# ---- algorithms ----------------------------------------------------------------------------
-@main.command()
-@click.argument("name", required=False)
-@click.option("--broken", is_flag=True, help="Show algorithm modules that failed to import.")
-def algorithms(name, broken):
-    """List registered algorithms with their tasks and parameters."""
-    from malt import registry
-
-    if broken:
-        for module, tb in registry.broken().items():
-            click.echo(f"== {module}\n{tb}")
-        return
-    found = registry.algorithms()
-    chosen = [registry.get(name)] if name else found.values()
-    for algo in chosen:
-        click.echo(f"{algo.name:<14} [{', '.join(sorted(algo.tasks))}] {algo.summary()}")
-        for row in algo.Params.describe():
-            allowed = f" {row['allowed']}" if row["allowed"] else ""
-            click.echo(f"    {row['name']}={row['default']!r} ({row['type']}{allowed}) {row['help']}")
-    if registry.broken():
-        click.echo(f"\n{len(registry.broken())} algorithm module(s) failed to import: `malt algorithms --broken`.",
-                   err=True)
-
-
-@main.command()
-def tasks():
-    """List the cross-validation protocols and their options."""
-    from malt.tasks import tasks as all_tasks
-
-    for name, cls in all_tasks().items():
-        click.echo(f"{name:<14} {(cls.__doc__ or '').strip().splitlines()[0] if cls.__doc__ else ''}")
-        for row in cls.Params.describe():
-            click.echo(f"    {row['name']}={row['default']!r} ({row['type']} {row['allowed']}) {row['help']}")
-
-
-# ---- cv / rerun ------------------------------------------------------------------------------
-def _default_task(algos, dataset) -> str:
-    common = set.intersection(*(set(a.tasks) for a in algos))
-    if len(common) == 1:
-        return next(iter(common))
-    for component, task in (("Y", "multilabel"), ("y", "semisupervised"), ("docs", "topics"),
-                            ("ratings", "ratings"), ("M", "missing")):
-        if component in dataset and task in common:
-            return task
-    raise MaltError(f"Cannot tell which task to run; pass --task (one of {', '.join(sorted(common)) or 'none'}).")
-
-
-def _task_params(task, options: dict[str, str]):
-    names = set(task.Params.names())
-    unknown = [k for k in options if k not in names]
-    if unknown:
-        raise InvalidParameterError(f"The {task.name} task has no option '{unknown[0]}'; its options are: "
-                                    f"{', '.join(sorted(names))}. See `malt tasks`.")
-    return task.Params.from_strings(options)
-
-
-def _algo_grid(algos, assignments: dict[str, str]):
-    from malt.params import grid
-
-    used = set()
-    entries = []
-    for algo in algos:
-        mine = {k: v for k, v in assignments.items() if k in algo.Params.names()}
-        used |= set(mine)
-        entries += [(algo, p) for p in grid(algo.Params, mine)]
-    unused = set(assignments) - used
-    if unused:
-        name = sorted(unused)[0]
-        raise InvalidParameterError(f"No chosen algorithm has a parameter '{name}' "
-                                    f"({', '.join(a.name for a in algos)}); see `malt algorithms NAME`.")
-    return entries
+def _report(run, quiet: bool) -> None:
+    text = f"{run.ran} unit(s) run, {run.stored} already stored"
+    if run.rescored:
+        text += f", {run.rescored} scored from stored predictions"
+    click.echo(text + (f", {run.failed} failed" if run.failed else ""), err=True)
+    if run.failures:
+        kinds = Counter(error.splitlines()[0][:300] if error else "unknown error" for _, _, error in run.failures)
+        for error, count in kinds.most_common():
+            where = sorted({f"{d} fold {f}" for d, f, e in run.failures if (e or "").startswith(error)})
+            click.echo(f"  {count} unit(s) failed: {error} ({', '.join(where[:3])}{', …' if len(where) > 3 else ''})",
+                       err=True)
+        click.echo(f"  see `malt show {run.experiment} --failed`; `malt rerun` retries them", err=True)
+    click.echo(run.experiment)
 
 
 @main.command()
 @click.option("--algo", "algo_names", multiple=True, required=True, help="Algorithm name (repeatable).")
 @click.option("--dataset", "dataset_ref", required=True, help="Named dataset, imported name or file path.")
 @click.option("--task", "task_name", help="multilabel, missing, semisupervised, topics, ratings (inferred if omitted).")
-@click.option("--missing", type=float, help="Task option: fraction of entries hidden.")
-@click.option("--labeled", type=int, help="Task option: number of labelled training points.")
-@click.option("--discard", is_flag=True, default=None, help="Task option: drop partially labelled rows.")
-@click.option("--folds", type=int, help="Task option: number of folds.")
-@click.option("--seed", type=int, help="Task option: seed of folds and hidden entries.")
-@click.option("--task-param", "task_params", multiple=True, help="Other task option, name=value.")
-@click.option("--param", "params", multiple=True, help="Algorithm parameter name=value; a,b,c sweeps.")
+@click.option("--task-param", "task_params", multiple=True, help="Task option name=value (or use its --NAME flag).")
+@click.option("--param", "params", multiple=True, help="Algorithm parameter name=value; a,b,c sweeps "
+                                                       "(a list-valued parameter: x=1,2;3,4 sweeps two lists).")
 @click.option("--labels", help="For a file path dataset: MULAN XML file or number of label columns.")
 @click.option("--jobs", type=int, default=1, show_default=True, help="Local worker processes.")
+@click.option("--threads", type=int, help="BLAS threads per unit (default: idle cores shared by the jobs).")
 @click.option("--scheduler", help="Dask scheduler address tcp://HOST:PORT.")
-@click.option("--wait", is_flag=True, help="Wait for a repository lock instead of failing.")
-@click.option("--quiet", is_flag=True, help="No progress on stderr.")
+@click.option("--wait", is_flag=True, help="Wait for a lock held by another malt instead of failing.")
+@click.option("--quiet", is_flag=True, help="Print only errors and the experiment id.")
+@task_option_flags
 @repo_option
-def cv(algo_names, dataset_ref, task_name, missing, labeled, discard, folds, seed, task_params, params, labels,
-       jobs, scheduler, wait, quiet, repo_path):
+def cv(algo_names, dataset_ref, task_name, task_params, params, labels, jobs, threads, scheduler, wait, quiet,
+       repo_path, **flags):
     """Cross-validate algorithms on a dataset; stored units are never recomputed."""
-    from malt import engine, registry
-    from malt.data import open_dataset
-    from malt.tasks import get_task
+    from malt import api
 
-    if jobs < 1:
-        raise InvalidParameterError(f"--jobs must be at least 1, got {jobs}.")
-    repo = _repo(repo_path)
-    repo.check_writable_target()
-    algos = [registry.get(n) for n in dict.fromkeys(algo_names)]
-    dataset = open_dataset(dataset_ref, repo, labels=labels)
-    task = get_task(task_name) if task_name else get_task(_default_task(algos, dataset))
-    for algo in algos:
-        registry.check_task(algo, task.name)
     options = _assignments(task_params, "--task-param")
-    for flag, value in (("missing", missing), ("labeled", labeled), ("discard", discard), ("folds", folds),
-                        ("seed", seed)):
-        if value is not None:
-            if flag not in task.Params.names():
-                raise InvalidParameterError(f"--{flag} is not an option of the {task.name} task.")
-            options[flag] = str(value)
-    tparams = _task_params(task, options)
-    task.check(dataset, tparams)
-    entries = _algo_grid(algos, _assignments(params, "--param"))
-    exp = engine.experiment_id(dataset.name, dataset.hash, task, tparams)
-    plan = engine.Plan(exp, dataset, dataset_ref, task, tparams, entries)
-    repo.lock(wait=wait)
-    with repo:
-        counts = engine.execute(repo, plan, jobs=jobs, scheduler=scheduler, quiet=quiet)
-    _report(counts, exp)
+    options.update(_task_flags(flags))
+    run = api.cv(algo_names, dataset_ref, task=task_name, params=_assignments(params, "--param"), repo=repo_path,
+                 labels=labels, jobs=jobs, scheduler=scheduler, threads=threads, wait=wait, quiet=quiet, **options)
+    _report(run, quiet)
+    if run.failed:
+        sys.exit(1)
 
 
-def _report(counts, exp):
-    click.echo(f"{counts['ran']} unit(s) run, {counts['stored']} already stored"
-               + (f", {counts['failed']} failed (see `malt show {exp}`; `malt rerun` retries)" if counts["failed"]
-                  else ""), err=True)
-    click.echo(exp)
+@main.command("run")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--jobs", type=int, default=1, show_default=True)
+@click.option("--threads", type=int)
+@click.option("--scheduler")
+@click.option("--wait", is_flag=True)
+@click.option("--quiet", is_flag=True)
+@click.option("--repo", "repo_path", type=click.Path(path_type=Path), envvar="MALT_REPO",
+              help="Repository folder (default: the file's `repo`, else ./results).")
+def run_file(file, jobs, threads, scheduler, wait, quiet, repo_path):
+    """Run every experiment an experiment file (TOML) describes; prints the experiment ids."""
+    from malt.experiment_files import run_experiment_file
+
+    failed = 0
+    for run in run_experiment_file(file, repo=repo_path, jobs=jobs, threads=threads, scheduler=scheduler,
+                                   wait=wait, quiet=quiet):
+        _report(run, quiet)
+        failed += run.failed
+    if failed:
+        sys.exit(1)
 
 
 @main.command()
 @click.option("--experiment", "experiment_ids", multiple=True, help="Experiment id (default: all).")
 @click.option("--algo", "algo_names", multiple=True, help="Recompute every unit of these algorithms.")
 @click.option("--jobs", type=int, default=1, show_default=True)
+@click.option("--threads", type=int, help="BLAS threads per unit.")
 @click.option("--scheduler", help="Dask scheduler address tcp://HOST:PORT.")
-@click.option("--wait", is_flag=True, help="Wait for a repository lock instead of failing.")
+@click.option("--wait", is_flag=True, help="Wait for a lock held by another malt instead of failing.")
 @click.option("--quiet", is_flag=True)
 @repo_option
-def rerun(experiment_ids, algo_names, jobs, scheduler, wait, quiet, repo_path):
+def rerun(experiment_ids, algo_names, jobs, threads, scheduler, wait, quiet, repo_path):
     """Finish what an interruption left (and retry failed units); with --algo, recompute those."""
-    from malt import engine, registry
-    from malt.data import open_dataset
-    from malt.errors import DataError
-    from malt.tasks import get_task
+    from malt import api
 
-    repo = _repo(repo_path).check_readable()
-    chosen = list(experiment_ids) or repo.experiments()
-    specs = {exp: repo.read_spec(exp) for exp in chosen}
-    for name in algo_names:
-        registry.get(name)
-    plans = []
-    for exp, spec in specs.items():
-        dataset = open_dataset(spec["dataset_ref"], repo)
-        if dataset.hash != spec["dataset_hash"]:
-            raise DataError(f"Dataset '{spec['dataset_ref']}' changed since experiment {exp} was run; its results "
-                            "belong to the old data. Start a new experiment with `malt cv`.")
-        task = get_task(spec["task"])
-        tparams = task.Params.from_dict(spec["task_params"])
-        entries = []
-        for item in spec["plan"]:
-            if algo_names and item["algorithm"] not in algo_names:
-                continue
-            algo = registry.get(item["algorithm"])
-            entries.append((algo, algo.Params.from_dict(item["params"])))
-        if entries:
-            plans.append(engine.Plan(exp, dataset, spec["dataset_ref"], task, tparams, entries))
-    repo.lock(wait=wait)
-    with repo:
-        for plan in plans:
-            counts = engine.execute(repo, plan, force=set(algo_names), jobs=jobs, scheduler=scheduler, quiet=quiet)
-            _report(counts, plan.experiment)
-    if not plans:
+    broken = []
+
+    def skip(exp, err):
+        broken.append(exp)
+        click.echo(f"error: {exp}: {err} (skipped; the other experiments continue)", err=True)
+
+    runs = api.rerun(repo_path, experiments=experiment_ids, algorithms=algo_names, jobs=jobs, threads=threads,
+                     scheduler=scheduler, wait=wait, quiet=quiet, on_error=skip)
+    for run in runs:
+        _report(run, quiet)
+    if not runs and not broken:
         click.echo("nothing to rerun", err=True)
+    if broken:
+        sys.exit(2)
+    if any(run.failed for run in runs):
+        sys.exit(1)
 
 
 @main.command()
-@click.option("--experiment", "experiment_id", required=True)
+@click.option("--experiment", "experiment_ids", multiple=True, help="Experiment id (default: all).")
+@click.option("--metric", "metrics", multiple=True, help="Only these metrics (default: every declared metric).")
+@click.option("--wait", is_flag=True)
 @repo_option
-def repair(experiment_id, repo_path):
-    """Drop the damaged parts of an experiment's results (then `malt rerun` recomputes them)."""
+def rescore(experiment_ids, metrics, wait, repo_path):
+    """Recompute metrics from stored predictions (no model is refit)."""
+    from malt import api
+
+    broken = []
+
+    def skip(exp, err):
+        broken.append(exp)
+        click.echo(f"error: {exp}: {err} (skipped)", err=True)
+
+    for done in api.rescore(repo_path, experiments=experiment_ids, metrics=metrics, wait=wait, on_error=skip):
+        for line in done.problems:
+            click.echo(f"warning: {line}", err=True)
+        click.echo(f"{done.experiment}: {done.rescored} unit(s) rescored")
+        if done.without_predictions:
+            click.echo(f"{done.experiment}: {done.without_predictions} unit(s) have no usable stored predictions "
+                       f"(written by an older malt, or damaged); `malt rerun --algo NAME --experiment "
+                       f"{done.experiment}` refits them", err=True)
+    if broken:
+        sys.exit(2)
+
+
+@main.command()
+@click.option("--experiment", "experiment_id", help="Only this experiment (default: the whole repository).")
+@click.option("--wait", is_flag=True)
+@repo_option
+def repair(experiment_id, wait, repo_path):
+    """Check every stored file; drop damaged parts (then `malt rerun` recomputes what they held)."""
+    from malt.repair import repair as run_repair
+
     repo = _repo(repo_path).check_readable()
-    repo.read_spec(experiment_id)
-    repo.lock()
-    with repo:
-        problems = repo.repair(experiment_id)
-    for line in problems:
-        click.echo(f"dropped: {line}")
-    click.echo(f"{experiment_id}: {len(problems)} damaged part(s) dropped; `malt rerun` recomputes missing units.")
+    lines = run_repair(repo, experiment_id, wait=wait)
+    for line in lines:
+        click.echo(line)
+    if not lines:
+        click.echo("everything verified; nothing to repair")
 
 
 # ---- results -------------------------------------------------------------------------------
@@ -329,31 +236,32 @@ def repair(experiment_id, repo_path):
 @repo_option
 def results(repo_path):
     """Experiments in the repository with their algorithms and completeness."""
-    from malt import registry
+    from malt.results import ResultSet
 
     repo = _repo(repo_path).check_readable()
+    problems: list[str] = []
+    rs = ResultSet.from_repository(repo, problems=problems)
     rows = []
-    for exp in repo.experiments():
-        spec = repo.read_spec(exp)
-        units = repo.units(exp)
-        ok = sum(1 for r in units.values() if r["status"] == "ok")
-        failed = sum(1 for r in units.values() if r["status"] != "ok")
-        folds = _fold_count(spec)
-        planned = len(spec["plan"]) * folds
-        algos = sorted({item["algorithm"] for item in spec["plan"]})
-        options = ",".join(f"{k}={v}" for k, v in spec["task_params"].items())
-        rows.append((exp, spec["dataset"], spec["task"], options, " ".join(algos),
-                     f"{ok}/{planned}" + (f" ({failed} failed)" if failed else "")))
+    done = rs.completeness.groupby("experiment")[["planned", "done", "failed"]].sum() \
+        if not rs.completeness.empty else None
+    for exp, spec in rs.specs.items():
+        algos = sorted({item["algorithm"] for item in spec.get("plan", [])})
+        defaults = {}
+        try:
+            from malt.tasks import get_task
+
+            defaults = get_task(spec["task"]).defaults()
+        except MaltError:
+            pass
+        options = ",".join(f"{k}={v}" for k, v in spec.get("task_params", {}).items() if defaults.get(k) != v)
+        counts = done.loc[exp] if done is not None and exp in done.index else {"planned": 0, "done": 0, "failed": 0}
+        text = f"{int(counts['done'])}/{int(counts['planned'])}"
+        if counts["failed"]:
+            text += f" ({int(counts['failed'])} failed)"
+        rows.append((exp, spec["dataset"], spec["task"], options or "defaults", " ".join(algos), text))
     _print_table(["experiment", "dataset", "task", "options", "algorithms", "units done"], rows)
-
-
-def _fold_count(spec) -> int:
-    if "n_folds" in spec:  # recorded from the task since specs carry it
-        return int(spec["n_folds"])
-    params = spec["task_params"]
-    if params.get("split") == "given":
-        return int(params.get("repeats", 1))
-    return int(params.get("folds", params.get("runs", 1)))
+    for line in problems:
+        click.echo(f"warning: {line}", err=True)
 
 
 @main.command()
@@ -363,17 +271,30 @@ def _fold_count(spec) -> int:
 @click.option("--diagnostics", is_flag=True,
               help="What the runs learned about themselves (iterations, final bound, inferred dimensions, "
                    "fit seconds) instead of the metrics.")
+@click.option("--failed", "show_failed", is_flag=True, help="The failed units with their errors.")
+@click.option("--provenance", is_flag=True, help="Code revision, library versions, host and times of each run.")
 @repo_option
-def show(experiment_id, fmt, raw, diagnostics, repo_path):
-    """Mean ± std per algorithm and metric of one experiment."""
+def show(experiment_id, fmt, raw, diagnostics, show_failed, provenance, repo_path):
+    """Mean ± std per algorithm and metric of one experiment (with the folds each rests on)."""
     from malt.results import ResultSet
 
     repo = _repo(repo_path).check_readable()
-    repo.read_spec(experiment_id)
     problems: list[str] = []
     rs = ResultSet.from_repository(repo, [experiment_id], problems)
     for line in problems:
         click.echo(f"warning: {line}", err=True)
+    if provenance:
+        _show_provenance(rs, experiment_id, fmt)
+        return
+    if show_failed:
+        frame = rs.failed if not rs.failed.empty else None
+        if frame is None:
+            click.echo("(no failed units)")
+            return
+        frame = frame[["display", "fold", "error"]].sort_values(["display", "fold"])
+        click.echo(frame.to_csv(index=False) if fmt == "csv" else frame.to_json(orient="records") if fmt == "json"
+                   else frame.to_string(index=False))
+        return
     if diagnostics:
         frame = rs.diagnostics if raw or fmt != "table" else rs.diagnostics_wide(experiment_id)
     elif raw:
@@ -388,13 +309,43 @@ def show(experiment_id, fmt, raw, diagnostics, repo_path):
         click.echo(frame.to_json(orient="records"))
     else:
         click.echo(frame.to_string() if not frame.empty else "(no finished units)")
+    incomplete = rs.completeness[rs.completeness["done"] < rs.completeness["planned"]]
+    if not incomplete.empty and fmt == "table":
+        click.echo(f"({len(incomplete)} setting(s) have fewer finished folds than planned; `malt rerun` "
+                   "completes them)", err=True)
     if rs.stale:
-        click.echo(f"({rs.stale} unit(s) of older algorithm versions left out; `malt rerun --algo NAME "
+        click.echo(f"({rs.stale} unit(s) of other algorithm versions left out; `malt rerun --algo NAME "
                    f"--experiment {experiment_id}` recomputes them)", err=True)
+    if rs.rescore_stale:
+        click.echo(f"({rs.rescore_stale} value(s) computed under an older definition of their metric left out; "
+                   f"`malt rescore --experiment {experiment_id}` updates them)", err=True)
     if not rs.failed.empty and fmt == "table":
-        click.echo(f"\n{len(rs.failed)} failed unit(s):", err=True)
-        for _, row in rs.failed.iterrows():
-            click.echo(f"  {row['display']} fold {row['fold']}: {row['error']}", err=True)
+        click.echo(f"({len(rs.failed)} failed unit(s); `malt show {experiment_id} --failed` lists them)", err=True)
+
+
+def _show_provenance(rs, experiment_id: str, fmt: str) -> None:
+    sessions = rs.provenance(experiment_id)
+    if fmt == "json":
+        click.echo(json.dumps(sessions, indent=1, default=str))
+        return
+    spec = rs.specs.get(experiment_id, {})
+    click.echo(f"experiment {experiment_id}: {spec.get('dataset')} ({spec.get('dataset_hash', '')[:16]}), "
+               f"task {spec.get('task')} v{spec.get('task_version')}, source {json.dumps(spec.get('source'))}")
+    if not sessions:
+        click.echo("(no run sessions recorded: written by an older malt)")
+    import time
+
+    for s in sessions:
+        start = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.get("started", 0)))
+        end = time.strftime("%H:%M:%S", time.localtime(s["ended"])) if s.get("ended") else "unfinished"
+        revision = s.get("git_revision")
+        code = f"git {revision[:12]}{' (dirty)' if s.get('git_dirty') else ''}" if revision else "installed package"
+        versions = ", ".join(f"{k} {v}" for k, v in s.get("versions", {}).items())
+        blas = ", ".join(f"{b.get('internal_api')} {b.get('version')}" for b in s.get("blas", []))
+        click.echo(f"- session {s.get('session')}: {start} – {end} on {s.get('host')} ({s.get('platform')})\n"
+                   f"  code: {code}; python {s.get('python')}; {versions}\n"
+                   f"  BLAS: {blas or 'unknown'}; threads {s.get('threads')}, jobs {s.get('jobs')}\n"
+                   f"  command: {s.get('command')}")
 
 
 def _print_table(headers, rows):
@@ -404,8 +355,10 @@ def _print_table(headers, rows):
         click.echo("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
 
 
+from malt.cli_data import register as _register_data_commands  # noqa: E402  (datasets, algorithms, tasks, cache)
 from malt.cli_figures import register as _register_figure_commands  # noqa: E402  (plot, table, report)
 
+_register_data_commands(main)
 _register_figure_commands(main)
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ engine the cache is backed by the repository; on plain arrays (tests, notebooks)
 from __future__ import annotations
 
 import hashlib
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -23,30 +24,37 @@ DENSE_DISTANCE_LIMIT = 6000
 
 
 class MemoryCache:
-    """A dict-backed artifact cache; also the layer that records what a worker computed."""
+    """A dict-backed artifact cache over an optional repository cache; also the layer that records
+    what a worker computed (with how long it took, so the driver can decide whether storing it pays)
+    and which stored artifacts it read."""
 
     def __init__(self, backing=None):
         self._items: dict[str, Any] = {}
+        self.meta: dict[str, dict] = {}
         self.backing = backing
         self.new_keys: list[str] = []
+        self.hits: list[str] = []
+        self.problems: list[tuple[str, str]] = []  # (key, what is wrong) of damaged stored entries
 
     def get(self, key: str):
         if key in self._items:
+            if key not in self.meta:
+                self.hits.append(key)
             return self._items[key]
         if self.backing is not None:
-            value = self.backing.get(key)
+            found: list[str] = []
+            value = self.backing.get(key, found)
+            self.problems += [(key, text) for text in found]
             if value is not None:
                 self._items[key] = value
+                self.hits.append(key)
             return value
         return None
 
-    def put(self, key: str, value) -> None:
+    def put(self, key: str, value, meta: dict | None = None) -> None:
         self._items[key] = value
+        self.meta[key] = meta or {}
         self.new_keys.append(key)
-
-    def new_entries(self) -> dict[str, Any]:
-        """What was computed here and is not yet in the backing store."""
-        return {k: self._items[k] for k in self.new_keys}
 
 
 class Context:
@@ -79,11 +87,15 @@ class Context:
         version bump never reuses an artifact computed by the older code.
         """
         producer = self.producer if producer is None else producer
-        key = hashlib.sha256(f"{self.data_key}|{producer}|{name}|{canonical_json(spec)}".encode()).hexdigest()[:32]
+        text = canonical_json(spec)
+        key = hashlib.sha256(f"{self.data_key}|{producer}|{name}|{text}".encode()).hexdigest()[:32]
         value = self.cache.get(key)
         if value is None:
+            start = time.perf_counter()
             value = compute()
-            self.cache.put(key, value)
+            meta = {"name": name, "producer": producer, "spec": text, "data": self.data_key,
+                    "compute_seconds": time.perf_counter() - start, "nbytes": _nbytes(value)}
+            self.cache.put(key, value, meta)
         return value
 
     def progress(self, fraction: float, message: str = "") -> None:
@@ -158,6 +170,15 @@ class Context:
             rows = np.array([np.flatnonzero(r)[:k] for r in keep])  # k+1 candidates per row: cheap
             idx, dist = np.take_along_axis(idx, rows, 1), np.take_along_axis(dist, rows, 1)
         return idx, dist
+
+
+def _nbytes(value) -> int:
+    if sp.issparse(value):
+        return int(sum(getattr(value, a).nbytes for a in ("data", "indices", "indptr", "row", "col")
+                       if hasattr(value, a)))
+    if isinstance(value, dict):
+        return sum(_nbytes(v) for v in value.values())
+    return int(getattr(value, "nbytes", 0))
 
 
 def to_dense(X) -> np.ndarray:

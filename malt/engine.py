@@ -2,16 +2,24 @@
 the rest (in process, on local processes with joblib, or on a Dask cluster) and commit each finished
 unit as it arrives.
 
-Seeds derive from the unit key, so serial, parallel, distributed and resumed runs give identical
-numbers. Only the driver writes the repository; workers return records and newly computed cache
-entries.
+Identity: a unit's key hashes the experiment's fit identity (data, task version, the options that
+change fitting), the algorithm's name and version, the parameters that differ from their defaults
+and the fold — so it changes exactly when the unit's result could. Seeds derive from the key, so
+serial, parallel, distributed and resumed runs give identical numbers.
+
+Scores are derived: each unit's test predictions are packed by the task and stored beside its
+record, and the metrics are computed from that stored form — in a fresh run exactly as in
+`malt rescore` — so rescoring never refits. A unit whose predictions already exist (in this
+experiment, or in another one that differs only in scoring options) is scored, not refit.
+
+Only the driver writes the repository; workers return records, predictions and newly computed
+cache entries.
 """
 from __future__ import annotations
 
 import hashlib
 import math
 import os
-import platform
 import sys
 import time
 import traceback
@@ -20,26 +28,25 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import malt
-from malt import registry
+from malt import provenance, registry
 from malt.context import Context, MemoryCache
 from malt.errors import MaltError
 from malt.params import Params
+from malt.repository.cache import worth_caching
 from malt.tasks.base import Task
 
 _WORKER_CACHES: dict[str, MemoryCache] = {}
 
 
-def experiment_id(dataset_name: str, dataset_hash: str, task: Task, task_params: Params) -> str:
-    """Readable, content-derived id: ``DATASET-TASK-<hash of data, task and its options>``."""
-    digest = hashlib.sha256(f"{dataset_hash}|{task.name}|{task.version}|{task_params.to_json()}".encode())
-    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in dataset_name)[:40]
-    return f"{safe}-{task.name}-{digest.hexdigest()[:8]}"
+def unit_key(fit: str, algorithm: str, version: str, params: Params, fold: int) -> str:
+    text = f"{fit}|{algorithm}|{version}|{params.key()}|{fold}"
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
 @dataclass(frozen=True)
 class Unit:
     algorithm: str
+    version: str
     params: Params
     fold: int
     key: str
@@ -48,50 +55,54 @@ class Unit:
     def seed(self) -> int:
         return int(self.key[:8], 16)
 
-
-def unit_key(experiment: str, algo: type[registry.Algorithm], params: Params, fold: int) -> str:
-    text = f"{experiment}|{algo.name}|{algo.version}|{params.to_json()}|{fold}"
-    return hashlib.sha256(text.encode()).hexdigest()[:24]
+    @property
+    def display(self) -> str:
+        return self.params.display(self.algorithm)
 
 
 @dataclass
 class Plan:
     """What an experiment asks for: algorithms with parameter settings, over a task's folds."""
 
-    experiment: str
     dataset: object
-    dataset_ref: str
+    source: dict  # where the data came from (see malt.sources)
     task: Task
-    task_params: Params
+    options: Params
     entries: list[tuple[type[registry.Algorithm], Params]] = field(default_factory=list)
 
+    def __post_init__(self):
+        self.fit = self.task.fit_identity(self.dataset.hash, self.options)
+        self.experiment = self.task.experiment_id(self.dataset.name, self.dataset.hash, self.options)
+        self.n_folds = self.task.n_folds(self.dataset, self.options)
+
     def units(self) -> list[Unit]:
-        folds = self.task.n_folds(self.dataset, self.task_params)
-        return [Unit(algo.name, params, fold, unit_key(self.experiment, algo, params, fold))
-                for algo, params in self.entries for fold in range(folds)]
+        return [Unit(algo.name, algo.version, params, fold, unit_key(self.fit, algo.name, algo.version, params, fold))
+                for algo, params in self.entries for fold in range(self.n_folds)]
 
     def spec(self, previous: dict | None = None) -> dict:
-        plan = list((previous or {}).get("plan", []))
+        plan = [item for item in (previous or {}).get("plan", [])]
         for algo, params in self.entries:
-            item = {"algorithm": algo.name, "params": params.to_dict()}
-            if item not in plan:
-                plan.append(item)
+            item = {"algorithm": algo.name, "version": algo.version, "params": params.changed(),
+                    "key": params.key(), "display": params.display(algo.name)}
+            plan = [p for p in plan if (p["algorithm"], p.get("key")) != (algo.name, item["key"])] + [item]
         return {
+            "format": 2,
             "experiment": self.experiment,
+            "fit": self.fit,
             "dataset": self.dataset.name,
-            "dataset_ref": self.dataset_ref,
+            "source": self.source,
             "dataset_hash": self.dataset.hash,
             "task": self.task.name,
             "task_version": self.task.version,
-            "task_params": self.task_params.to_dict(),
-            "settings": list(self.task.settings),
-            "n_folds": self.task.n_folds(self.dataset, self.task_params),
+            "task_params": self.options.to_dict(),
+            "settings": [s.name for s in self.task.settings],
+            "n_folds": self.n_folds,
             "plan": plan,
             "created": (previous or {}).get("created", time.time()),
         }
 
 
-def _jsonable(value, limit: int = 2000):
+def _jsonable(value, limit: int = 500):
     if isinstance(value, dict):
         return {str(k): _jsonable(v, limit) for k, v in value.items()}
     if isinstance(value, np.ndarray):
@@ -107,148 +118,298 @@ def _jsonable(value, limit: int = 2000):
     return str(value)
 
 
-def run_unit(dataset, task: Task, task_params: Params, unit: Unit, experiment: str,
-             cache_path: str | None) -> tuple[dict, dict]:
-    """Compute one unit; never raises for algorithm errors (they become a failed record).
+@dataclass
+class Outcome:
+    """What one unit sends back to the driver."""
 
-    Returns (record, new cache entries computed here).
-    """
+    record: dict
+    packed: dict | None = None
+    new_cache: dict = field(default_factory=dict)  # key -> (value, meta)
+    used_cache: list = field(default_factory=list)
+    damaged_cache: list = field(default_factory=list)  # (key, what is wrong): not used, recomputed
+
+
+def metric_versions(task: Task, metrics: dict) -> dict[str, str]:
+    return {name: task.metric(name).version for name in metrics}
+
+
+def score_packed(task: Task, dataset, options: Params, split, packed: dict) -> dict[str, float]:
+    """The task's metrics of stored predictions; every returned name must be declared."""
+    scores = task.score_packed(dataset, options, split, packed)
+    declared = {m.name for m in task.metrics}
+    undeclared = sorted(set(scores) - declared)
+    if undeclared:
+        raise MaltError(f"The {task.name} task returned undeclared metric(s) {', '.join(undeclared)}; declare them "
+                        "in the task's `metrics`.")
+    return {k: float(v) for k, v in scores.items()}
+
+
+def _roundtrip(packed: dict) -> dict:
+    """The arrays exactly as they will be read back from the store."""
+    return {k: np.array(v) for k, v in packed.items()}
+
+
+def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str | None, threads: int | None = None,
+             progress=None) -> Outcome:
+    """Fit, predict and score one unit; never raises for algorithm errors (they become a failed record)."""
     algo = registry.get(unit.algorithm)
     cache = _worker_cache(cache_path)
     before = len(cache.new_keys)
+    hits_before = len(cache.hits)
+    problems_before = len(cache.problems)
     record = {
-        "unit": unit.key, "experiment": experiment, "algorithm": algo.name, "version": algo.version,
-        "params": unit.params.to_dict(), "params_key": unit.params.key(),
-        "display": unit.params.display(algo.name), "fold": unit.fold, "seed": unit.seed,
-        "malt_version": malt.__version__, "host": platform.node(), "pid": os.getpid(),
+        "unit": unit.key, "algorithm": algo.name, "version": algo.version, "params": unit.params.to_dict(),
+        "params_key": unit.params.key(), "display": unit.display, "fold": unit.fold, "seed": unit.seed,
+        "pid": os.getpid(), "started": time.time(),
     }
+    packed = None
     start = time.perf_counter()
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, provenance.blas_threads(threads):
             warnings.simplefilter("always")
-            split = task.split(dataset, task_params, unit.fold)
+            split = task.split(dataset, options, unit.fold)
             ctx = Context(task.features(dataset), data_key=dataset.hash, seed=unit.seed, cache=cache,
-                          dataset=dataset, producer=f"{algo.name}@{algo.version}")
+                          dataset=dataset, producer=f"{algo.name}@{algo.version}", progress=progress)
             prediction = algo().run(split, unit.params, ctx)
-        fit = time.perf_counter() - start
-        scores = task.score(dataset, task_params, split, prediction)
-        record.update(status="ok", metrics={k: float(v) for k, v in scores.items()}, fit_seconds=fit,
+            fit = time.perf_counter() - start
+            packed = _roundtrip(task.pack(split, prediction, options))
+            scores = score_packed(task, dataset, options, split, packed)
+        record.update(status="ok", metrics=scores, metric_versions=metric_versions(task, scores), fit_seconds=fit,
                       diagnostics=_jsonable(prediction.diagnostics),
                       warnings=sorted({str(w.message) for w in caught})[:10])
     except MemoryError:
+        packed = None
         record.update(status="failed", error="MemoryError: the unit ran out of memory", metrics={},
                       fit_seconds=time.perf_counter() - start)
     except Exception as err:  # one failing unit must not stop the others; it is retried on rerun
-        record.update(status="failed", error=f"{type(err).__name__}: {err}", metrics={},
+        packed = None
+        record.update(status="failed", error=f"{type(err).__name__}: {err}".strip(), metrics={},
                       traceback=traceback.format_exc()[-4000:], fit_seconds=time.perf_counter() - start)
     record["timestamp"] = time.time()
-    new = {k: cache._items[k] for k in cache.new_keys[before:]}
-    return record, new
+    new = {k: (cache._items[k], cache.meta[k]) for k in cache.new_keys[before:]}
+    return Outcome(record, packed, new, sorted(set(cache.hits[hits_before:])), cache.problems[problems_before:])
+
+
+def rescore_unit(dataset, task: Task, options: Params, record: dict, packed: dict, only: set | None = None) -> dict:
+    """A new record for a stored unit with metrics recomputed from its stored predictions."""
+    split = task.split(dataset, options, record["fold"])
+    scores = score_packed(task, dataset, options, split, packed)
+    if only:
+        scores = dict(record.get("metrics", {}), **{k: v for k, v in scores.items() if k in only})
+    return dict(record, metrics=scores, metric_versions=metric_versions(task, scores), rescored=time.time(),
+                timestamp=time.time())
 
 
 def _worker_cache(cache_path: str | None) -> MemoryCache:
     key = cache_path or ""
     if key not in _WORKER_CACHES:
-        from malt.repository.store import ReadOnlyCache
+        from malt.repository.cache import ArtifactCache
 
-        _WORKER_CACHES[key] = MemoryCache(ReadOnlyCache(cache_path) if cache_path else None)
+        _WORKER_CACHES[key] = MemoryCache(ArtifactCache(cache_path) if cache_path else None)
     return _WORKER_CACHES[key]
 
 
-class Progress:
-    """Units done / total, elapsed and ETA on stderr (a single updating line on a terminal)."""
+def _current(record: dict | None, unit: Unit, task: Task) -> bool:
+    """A stored record that stands for the unit as today's code would compute it."""
+    if record is None or record.get("status") != "ok" or record.get("version") != unit.version:
+        return False
+    versions = record.get("metric_versions") or {}
+    return all(versions.get(name, "1") == task.metric(name).version for name in record.get("metrics", {})
+               if name in {m.name for m in task.metrics})
 
-    def __init__(self, total: int, label: str, quiet: bool):
-        self.total, self.label, self.quiet = total, label, quiet
+
+class Progress:
+    """Units done / total, the running unit's own progress, and an ETA from measured unit times, on
+    one updating line (a plain line at most every few seconds when stderr is not a terminal)."""
+
+    def __init__(self, total: int, label: str, quiet: bool, jobs: int = 1):
+        self.total, self.label, self.quiet, self.jobs = total, label, quiet, max(1, jobs)
         self.done = self.failed = 0
         self.start = time.perf_counter()
         self.last = 0.0
+        self.inner: tuple[float, str] = (0.0, "")
         self.tty = sys.stderr.isatty()
+        self.interval = 0.2 if self.tty else 5.0
 
-    def update(self, failed: bool = False) -> None:
+    def unit_done(self, failed: bool = False) -> None:
         self.done += 1
         self.failed += failed
+        self.inner = (0.0, "")
+        self._show(force=self.done == self.total)
+
+    def unit_progress(self, fraction: float, message: str = "") -> None:
+        self.inner = (min(max(fraction, 0.0), 1.0), message)
+        self._show()
+
+    def eta(self, now: float) -> float | None:
+        if self.done == 0:
+            return None
+        per_unit = (now - self.start) / (self.done + self.inner[0] / self.jobs)
+        return per_unit * max(self.total - self.done - self.inner[0], 0.0)
+
+    def _show(self, force: bool = False) -> None:
         now = time.perf_counter()
-        if self.quiet or (now - self.last < 0.5 and self.done < self.total):
+        if self.quiet or (not force and now - self.last < self.interval):
             return
         self.last = now
-        elapsed = now - self.start
-        eta = elapsed / self.done * (self.total - self.done)
+        fraction, message = self.inner
+        eta = self.eta(now)
         text = (f"[{self.label}] {self.done}/{self.total} units"
                 + (f", {self.failed} failed" if self.failed else "")
-                + f", {elapsed:.1f}s elapsed, ETA {eta:.1f}s")
-        sys.stderr.write(("\r" + text + " " * 4) if self.tty else text + "\n")
+                + (f"; current unit {100 * fraction:.0f}%" + (f" ({message})" if message else "")
+                   if fraction > 0 and self.done < self.total else "")
+                + f"; {now - self.start:.1f}s elapsed"
+                + (f", ETA {eta:.0f}s" if eta is not None and self.done < self.total else ""))
+        sys.stderr.write(("\r" + text + "\x1b[K") if self.tty else text + "\n")
         if self.tty and self.done == self.total:
             sys.stderr.write("\n")
         sys.stderr.flush()
 
 
+@dataclass
+class Counts:
+    planned: int = 0
+    stored: int = 0
+    ran: int = 0
+    rescored: int = 0
+    failed: int = 0
+    failures: list = field(default_factory=list)  # (display, fold, error) of this run's failed units
+
+    def as_dict(self) -> dict:
+        return {"planned": self.planned, "stored": self.stored, "ran": self.ran, "rescored": self.rescored,
+                "failed": self.failed}
+
+
+def stored_predictions(repo, plan: Plan, keys: set[str]) -> dict[str, tuple[dict, dict, str]]:
+    """Predictions already stored for these unit keys — in this experiment or in one that differs
+    only in scoring options (same fit identity) — as {key: (record, packed, experiment)}."""
+    found: dict[str, tuple[dict, dict, str]] = {}
+    order = sorted(repo.experiments(), key=lambda e: e != plan.experiment)  # our own first
+    for experiment in order:
+        if not keys - set(found):
+            break
+        files = repo.experiment(experiment)
+        if files.is_legacy:
+            continue
+        try:
+            spec = files.read_spec()
+        except MaltError:
+            continue
+        if spec.get("fit") != plan.fit:
+            continue
+        units, _, _ = files.read_log()
+        wanted = {k: r["predictions"] for k, r in units.items()
+                  if k in keys and k not in found and r.get("status") == "ok" and r.get("predictions")
+                  and r.get("version") == _version_of(plan, r)}
+        for key, packed in files.read_predictions(wanted).items():
+            if plan.task.can_score(packed, plan.options):
+                found[key] = (units[key], packed, experiment)
+    return found
+
+
+def _version_of(plan: Plan, record: dict) -> str | None:
+    for algo, _ in plan.entries:
+        if algo.name == record.get("algorithm"):
+            return algo.version
+    return None
+
+
 def execute(repo, plan: Plan, *, force: set[str] = frozenset(), jobs: int = 1, scheduler: str | None = None,
-            quiet: bool = False) -> dict:
+            quiet: bool = False, wait: bool = False, threads: int | None = None) -> Counts:
     """Run the plan's missing units (and every unit of the algorithms in ``force``) into ``repo``.
 
-    The caller holds the repository lock. Returns counts: planned, stored, ran, failed.
+    Takes the experiment's lock for the duration. Returns what was planned, found, run and failed.
     """
-    previous = None
-    if (repo.experiment_dir(plan.experiment) / "spec.json").exists():
-        previous = repo.read_spec(plan.experiment)
-    repo.write_spec(plan.experiment, plan.spec(previous))
-    stored = repo.units(plan.experiment)
-    todo = [u for u in plan.units()
-            if u.algorithm in force or stored.get(u.key, {}).get("status") != "ok"]
-    counts = {"planned": len(plan.units()), "stored": len(plan.units()) - len(todo), "ran": 0, "failed": 0}
-    if not todo:
-        return counts
-    progress = Progress(len(todo), plan.experiment, quiet)
-    cache_path = str(repo.path)
-    try:
-        for record, new_cache in _results(plan, todo, cache_path, jobs, scheduler):
-            for key, value in new_cache.items():
-                repo.cache_put(key, value)
-            repo.commit_unit(plan.experiment, record)
-            counts["ran"] += 1
-            failed = record["status"] != "ok"
-            counts["failed"] += failed
-            if failed and not quiet:
-                sys.stderr.write(f"\nunit {record['display']} fold {record['fold']} failed: {record['error']}\n")
-            progress.update(failed)
-    finally:
-        repo.compact(plan.experiment)
+    repo.create()
+    files = repo.experiment(plan.experiment)
+    counts = Counts()
+    with files.writer(wait=wait) as writer:
+        previous = files.read_spec() if files.exists and not files.is_legacy else None
+        writer.write_spec(plan.spec(previous))
+        stored, _, _ = files.read_log()
+        units = plan.units()
+        counts.planned = len(units)
+        todo = [u for u in units if u.algorithm in force or not _current(stored.get(u.key), u, plan.task)]
+        counts.stored = counts.planned - len(todo)
+        if not todo:
+            return counts
+        session = writer.session(provenance.session_info(plan.dataset, threads=threads, jobs=jobs))
+        reusable = stored_predictions(repo, plan, {u.key for u in todo if u.algorithm not in force})
+        progress = Progress(len(todo), plan.experiment, quiet, jobs)
+        try:
+            for unit in [u for u in todo if u.key in reusable]:
+                record, packed, source = reusable[unit.key]
+                new = dict(rescore_unit(plan.dataset, plan.task, plan.options, record, packed), session=session)
+                if source == plan.experiment:
+                    writer.commit(new, None)  # points at the predictions already in this experiment
+                else:
+                    new.pop("predictions", None)
+                    writer.commit(dict(new, predictions_from=source), packed)
+                counts.rescored += 1
+                progress.unit_done()
+            run = [u for u in todo if u.key not in reusable]
+            for outcome in _results(plan, run, str(repo.path), jobs, scheduler, threads, progress):
+                for key, problem in outcome.damaged_cache:
+                    sys.stderr.write(f"warning: {problem}\n")
+                    repo.cache.remove(key)
+                for key, (value, meta) in outcome.new_cache.items():
+                    if worth_caching(int(meta.get("nbytes", 0)), float(meta.get("compute_seconds", 0.0))):
+                        repo.cache.put(key, value, meta)
+                repo.cache.touch(outcome.used_cache)
+                record = dict(outcome.record, session=session, artifacts=sorted(set(outcome.used_cache)
+                                                                             | set(outcome.new_cache)))
+                writer.commit(record, outcome.packed)
+                counts.ran += 1
+                failed = record["status"] != "ok"
+                if failed:
+                    counts.failed += 1
+                    counts.failures.append((record["display"], record["fold"], record["error"]))
+                progress.unit_done(failed)
+        finally:
+            writer.end_session(session)
+        writer.compact()
     return counts
 
 
-def _results(plan: Plan, todo: list[Unit], cache_path: str, jobs: int, scheduler: str | None):
-    args = (plan.task, plan.task_params)
+def _results(plan: Plan, todo: list[Unit], cache_path: str, jobs: int, scheduler: str | None,
+             threads: int | None, progress: Progress):
+    args = (plan.task, plan.options)
     if scheduler:
-        yield from _dask_results(plan, todo, cache_path, scheduler)
+        yield from _dask_results(plan, todo, cache_path, scheduler, threads)
     elif jobs == 1:
         for unit in todo:
-            yield run_unit(plan.dataset, *args, unit, plan.experiment, cache_path)
+            yield run_unit(plan.dataset, *args, unit, cache_path, threads, progress.unit_progress)
     else:
         from joblib import Parallel, delayed
 
-        parallel = Parallel(n_jobs=jobs, return_as="generator_unordered")
-        yield from parallel(delayed(run_unit)(plan.dataset, *args, unit, plan.experiment, cache_path)
-                            for unit in todo)
+        parallel = Parallel(n_jobs=jobs, return_as="generator_unordered", batch_size="auto")
+        yield from parallel(delayed(run_unit)(plan.dataset, *args, unit, cache_path, threads) for unit in todo)
 
 
-def _dask_results(plan: Plan, todo: list[Unit], cache_path: str, scheduler: str):
+def _dask_results(plan: Plan, todo: list[Unit], cache_path: str, scheduler: str, threads: int | None):
     try:
         from dask.distributed import Client, as_completed
     except ImportError:
         raise MaltError("--scheduler needs Dask: install the optional extra with `pip install 'malt[distributed]'`.")
     try:
         client = Client(scheduler, timeout="10s")
-    except (OSError, TimeoutError) as err:
-        raise MaltError(f"Cannot reach the Dask scheduler at {scheduler} ({err}); start it with "
-                        "`dask scheduler` or check the address.") from None
+    except (OSError, TimeoutError, ValueError) as err:
+        raise MaltError(f"Cannot reach the Dask scheduler at {scheduler} ({str(err).splitlines()[0]}); start it with "
+                        "`dask scheduler` or check the address (tcp://HOST:PORT).") from None
     try:
         dataset = client.scatter(plan.dataset, broadcast=True)
-        futures = [client.submit(run_unit, dataset, plan.task, plan.task_params, unit, plan.experiment,
-                                 cache_path, key=f"malt-{unit.key}", pure=False, retries=2)
+        futures = [client.submit(run_unit, dataset, plan.task, plan.options, unit, cache_path, threads,
+                                 key=f"malt-{unit.key}", pure=False, retries=2)
                    for unit in todo]
         for future in as_completed(futures):
-            yield future.result()
+            try:
+                yield future.result()
+            except Exception as err:  # the cluster lost the unit (scheduler or all its workers gone)
+                raise MaltError(f"The Dask cluster at {scheduler} failed ({type(err).__name__}: "
+                                f"{str(err).splitlines()[0] if str(err) else ''}); finished units are stored, "
+                                "`malt rerun` completes the rest.") from None
     finally:
-        client.close()
-
+        try:
+            client.close()
+        except Exception:
+            pass

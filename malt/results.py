@@ -3,6 +3,13 @@
 Columns: experiment, dataset, task, task.<option>..., algorithm, display, params_key, param.<name>...,
 fold, metric, value, fit_seconds, seed, version, timestamp. Plots and tables are computed from this
 table alone.
+
+Reading is light: it needs the store and the task declarations, never an algorithm module. Which
+records count is decided from what the experiment's spec recorded: a unit computed by another
+version of its algorithm than the plan's (`malt cv` and `malt rerun` update the plan to the running
+code) is left out (``stale``), and so is a metric value computed under another version of the
+metric's definition (``rescore_stale``; `malt rescore` updates them from stored predictions).
+How many of the planned folds each number rests on is in ``completeness``.
 """
 from __future__ import annotations
 
@@ -11,50 +18,118 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from malt.tasks.base import METRICS
+from malt.errors import MaltError
 
 
 class ResultSet:
     def __init__(self, frame: pd.DataFrame, specs: dict[str, dict] | None = None, failed: pd.DataFrame | None = None,
-                 stale: int = 0, diagnostics: pd.DataFrame | None = None):
+                 stale: int = 0, diagnostics: pd.DataFrame | None = None, completeness: pd.DataFrame | None = None,
+                 sessions: dict[str, list] | None = None, rescore_stale: int = 0, problems: list | None = None):
         self.frame = frame
         # one row per unit and recorded diagnostic (numbers only): what a run learned about itself
         self.diagnostics = diagnostics if diagnostics is not None else pd.DataFrame()
         self.specs = specs or {}
         self.failed = failed if failed is not None else pd.DataFrame()
         self.stale = stale  # units computed by another version of their algorithm, left out
+        self.rescore_stale = rescore_stale  # metric values of another metric version, left out
+        self.completeness = completeness if completeness is not None else pd.DataFrame(
+            columns=["experiment", "display", "algorithm", "planned", "done", "failed"])
+        self.sessions = sessions or {}
+        self.problems = problems or []
 
     @classmethod
     def from_repository(cls, repo, experiments: list[str] | None = None, problems: list | None = None,
                         include_stale: bool = False) -> "ResultSet":
-        """Every stored unit of the experiments; units of an algorithm version other than today's
-        are left out (counted in ``stale``) unless ``include_stale``."""
-        from malt import registry
+        """Every stored unit of the experiments (see the module docstring for what is left out).
 
-        current = {name: algo.version for name, algo in registry.algorithms().items()}
-        rows, failed, specs, stale, diags = [], [], {}, 0, []
-        for exp in experiments or repo.experiments():
-            spec = repo.read_spec(exp)
+        Damage is described in ``problems``; an experiment whose spec is damaged is skipped there
+        when reading all experiments, and raises when named."""
+        from malt.tasks import tasks
+
+        problems = problems if problems is not None else []
+        declared = tasks()
+        columns: dict[str, list] = {k: [] for k in ("algorithm", "display", "params_key", "fold", "metric", "value",
+                                                     "fit_seconds", "seed", "version", "timestamp")}
+        unit_of_row: list[int] = []  # row -> index into unit_meta (experiment, task options, parameters)
+        unit_meta: list[dict] = []
+        failed, specs, diags, completeness, sessions = [], {}, [], [], {}
+        stale = rescore_stale = 0
+        named = experiments is not None
+        for exp in experiments if named else repo.experiments():
+            files = repo.experiment(exp)
+            try:
+                spec = files.read_spec()
+            except MaltError as err:
+                if named:
+                    raise
+                problems.append(str(err))
+                continue
             specs[exp] = spec
+            units, exp_sessions, _ = files.read_log(problems)
+            sessions[exp] = exp_sessions
+            task = declared.get(spec["task"])
+            current_metrics = {m.name: m.version for m in task.metrics} if task else {}
+            planned = _planned_versions(spec, units)
+            n_folds = int(spec.get("n_folds", 1))
+            done: dict[tuple, int] = {}
+            fails: dict[tuple, int] = {}
             base = {"experiment": exp, "dataset": spec["dataset"], "task": spec["task"]}
-            base.update({f"task.{k}": v for k, v in spec["task_params"].items()})
-            for rec in repo.units(exp, problems).values():
-                if not include_stale and rec["version"] != current.get(rec["algorithm"], rec["version"]):
+            base.update({f"task.{k}": v for k, v in spec.get("task_params", {}).items()})
+            for rec in units.values():
+                key = (rec.get("algorithm"), rec.get("params_key"))
+                if not include_stale and (key not in planned or rec.get("version") != planned[key]):
                     stale += 1
                     continue
-                common = dict(base, algorithm=rec["algorithm"], display=current_display(rec),
-                              params_key=rec["params_key"], fold=rec["fold"], seed=rec["seed"],
-                              version=rec["version"], timestamp=rec["timestamp"],
-                              fit_seconds=rec.get("fit_seconds", np.nan))
-                common.update({f"param.{k}": v for k, v in rec["params"].items()})
-                if rec["status"] != "ok":
-                    failed.append(dict(common, error=rec.get("error", "")))
+                if rec.get("status") != "ok":
+                    fails[key] = fails.get(key, 0) + 1
+                    failed.append({"experiment": exp, "dataset": spec["dataset"], "task": spec["task"],
+                                   "algorithm": rec.get("algorithm"), "display": rec.get("display"),
+                                   "fold": rec.get("fold"), "error": rec.get("error", ""),
+                                   "timestamp": rec.get("timestamp")})
                     continue
-                for metric, value in rec["metrics"].items():
-                    rows.append(dict(common, metric=metric, value=value))
+                done[key] = done.get(key, 0) + 1
+                versions = rec.get("metric_versions") or {}
+                unit_meta.append(dict(base, **{f"param.{k}": _param_value(v)
+                                               for k, v in (rec.get("params") or {}).items()}))
+                index = len(unit_meta) - 1
+                for metric, value in rec.get("metrics", {}).items():
+                    if metric in current_metrics and versions.get(metric, "1") != current_metrics[metric] \
+                            and not include_stale:
+                        rescore_stale += 1
+                        continue
+                    unit_of_row.append(index)
+                    columns["algorithm"].append(rec["algorithm"])
+                    columns["display"].append(rec["display"])
+                    columns["params_key"].append(rec.get("params_key"))
+                    columns["fold"].append(rec["fold"])
+                    columns["metric"].append(metric)
+                    columns["value"].append(_number(value))
+                    columns["fit_seconds"].append(rec.get("fit_seconds", np.nan))
+                    columns["seed"].append(rec.get("seed"))
+                    columns["version"].append(rec.get("version"))
+                    columns["timestamp"].append(rec.get("timestamp"))
                 for name, value in numeric_diagnostics(rec).items():
-                    diags.append(dict(common, diagnostic=name, value=value))
-        return cls(pd.DataFrame(rows), specs, pd.DataFrame(failed), stale, pd.DataFrame(diags))
+                    diags.append({"experiment": exp, "algorithm": rec["algorithm"], "display": rec["display"],
+                                  "fold": rec["fold"], "diagnostic": name, "value": value})
+            displays = {(r.get("algorithm"), r.get("params_key")): r.get("display") for r in units.values()}
+            for item in spec.get("plan", []):
+                key = (item["algorithm"], _plan_key(item))
+                completeness.append({"experiment": exp, "display": item.get("display") or displays.get(key)
+                                     or item["algorithm"],
+                                     "algorithm": item["algorithm"], "planned": n_folds,
+                                     "done": done.get(key, 0), "failed": fails.get(key, 0)})
+        meta = pd.DataFrame(unit_meta)
+        if len(meta.columns):
+            front = meta.iloc[unit_of_row].reset_index(drop=True)
+            head = [c for c in ("experiment", "dataset", "task") if c in front]
+            frame = pd.concat([front[head], front[[c for c in front if c.startswith("task.")]],
+                               pd.DataFrame(columns),
+                               front[sorted(c for c in front if c.startswith("param."))]], axis=1)
+        else:
+            frame = pd.DataFrame(columns=["experiment", "dataset", "task", *columns])
+        return cls(frame, specs, pd.DataFrame(failed), stale, pd.DataFrame(diags), pd.DataFrame(
+            completeness, columns=["experiment", "display", "algorithm", "planned", "done", "failed"]),
+            sessions, rescore_stale, problems)
 
     @classmethod
     def load(cls, path: str | Path) -> "ResultSet":
@@ -64,47 +139,69 @@ class ResultSet:
         path = Path(path)
         if (path / MARKER).exists():
             return cls.from_repository(Repository(path).check_readable())
-        if path.name == "results.h5" and (path.parent / "spec.json").exists():
+        if path.name in ("results.h5", "units.log", "spec.json") and path.parent.parent.name == "experiments":
             repo = Repository(path.parent.parent.parent)
-            return cls.from_repository(repo, [path.parent.name])
+            return cls.from_repository(repo.check_readable(), [path.parent.name])
         repos = sorted(p.parent for p in path.glob("*/" + MARKER)) if path.is_dir() else []
         if not repos:
             Repository(path).check_readable()  # raises the standard message
-        sets = [cls.from_repository(Repository(p)) for p in repos]
+        sets = [cls.from_repository(Repository(p).check_readable()) for p in repos]
         return cls(pd.concat([s.frame for s in sets], ignore_index=True),
                    {k: v for s in sets for k, v in s.specs.items()},
                    pd.concat([s.failed for s in sets], ignore_index=True), sum(s.stale for s in sets),
-                   pd.concat([s.diagnostics for s in sets], ignore_index=True))
+                   pd.concat([s.diagnostics for s in sets], ignore_index=True),
+                   pd.concat([s.completeness for s in sets], ignore_index=True),
+                   {k: v for s in sets for k, v in s.sessions.items()}, sum(s.rescore_stale for s in sets),
+                   [p for s in sets for p in s.problems])
 
     @property
     def empty(self) -> bool:
         return self.frame.empty
 
-    def summary(self) -> pd.DataFrame:
-        """Mean ± std over folds per experiment, algorithm setting and metric."""
+    def frame_view(self) -> pd.DataFrame:
+        return self.frame
+
+    def summary(self, by: str | list[str] = ("experiment", "display", "metric")) -> pd.DataFrame:
+        """Mean, std (NaN with one fold), defined folds and planned folds per group."""
+        by = [by] if isinstance(by, str) else list(by)
+        if "metric" not in by:
+            by = by + ["metric"]
         if self.frame.empty:
-            return pd.DataFrame(columns=["experiment", "display", "metric", "mean", "std", "folds"])
-        grouped = self.frame.groupby(["experiment", "display", "metric"], sort=True)["value"]
-        out = grouped.agg(mean="mean", std=lambda v: v.std(ddof=1) if len(v) > 1 else 0.0, folds="count")
-        return out.reset_index()
+            return pd.DataFrame(columns=[*by, "mean", "std", "folds", "planned", "complete"])
+        grouped = self.frame.groupby(by, sort=True)["value"]
+        out = grouped.agg(mean="mean", std=lambda v: v.std(ddof=1) if v.notna().sum() > 1 else np.nan,
+                          folds="count").reset_index()
+        if {"experiment", "display"} <= set(by) and not self.completeness.empty:
+            planned = self.completeness.groupby(["experiment", "display"])["planned"].max()
+            out["planned"] = [planned.get((e, d), np.nan) for e, d in zip(out["experiment"], out["display"])]
+        else:
+            out["planned"] = np.nan
+        out["complete"] = out["folds"] >= out["planned"].fillna(0)
+        return out
 
     def wide(self, experiment: str, percent: bool = True) -> pd.DataFrame:
-        """One experiment as algorithm × metric cells 'mean ± std' (percent metrics ×100)."""
-        from malt.tasks import tasks
+        """One experiment as metric × algorithm cells 'mean ± std' (percent metrics ×100); a cell
+        resting on fewer folds than planned says so ("(3/5 folds)"), one fold shows no ±."""
+        from malt.tasks import metric_info
 
-        tasks()  # registers every task's metric descriptions
         s = self.summary()
         s = s[s["experiment"] == experiment]
-        cells = {}
+        task = self.specs.get(experiment, {}).get("task")
+        order = _declared_order(task)
+        s = s.assign(_order=[order.get(m, len(order)) for m in s["metric"]]).sort_values(["_order", "display"])
+        options = self.specs.get(experiment, {}).get("task_params", {})
+        cells: dict[str, dict] = {}
         for _, row in s.iterrows():
-            info = METRICS.get(row["metric"])
-            scale = 100.0 if percent and info is not None and info.percent else 1.0
-            label = row["metric"]
-            if info is not None:
-                label += f" ({'%, ' if scale == 100.0 else ''}{info.better} is better)"
-            cells.setdefault(label, {})[row["display"]] = _cell(row["mean"] * scale, row["std"] * scale)
+            try:
+                info = metric_info(task, row["metric"])
+                scale = 100.0 if percent and info.percent else 1.0
+                shown = "".join(f"{k}={options.get(k)}, " for k in info.options)
+                label = f"{row['metric']} ({shown}{'%, ' if scale == 100.0 else ''}{info.better} is better)"
+            except MaltError:
+                scale, label = 1.0, f"{row['metric']} (undeclared metric)"
+            cell = format_cell(row["mean"] * scale, row["std"] * scale, int(row["folds"]), row["planned"])
+            cells.setdefault(label, {})[row["display"]] = cell
         return pd.DataFrame(cells).T
-
 
     def diagnostics_wide(self, experiment: str) -> pd.DataFrame:
         """One experiment's recorded diagnostics as diagnostic × algorithm cells 'mean ± std' over folds."""
@@ -113,11 +210,63 @@ class ResultSet:
             return pd.DataFrame()
         d = d[d["experiment"] == experiment]
         stats = d.groupby(["diagnostic", "display"], sort=True)["value"].agg(
-            mean="mean", std=lambda v: v.std(ddof=1) if len(v) > 1 else 0.0)
-        cells = {}
+            mean="mean", std=lambda v: v.std(ddof=1) if len(v) > 1 else np.nan, n="count")
+        cells: dict[str, dict] = {}
         for (name, display), row in stats.iterrows():
-            cells.setdefault(display, {})[name] = _cell(row["mean"], row["std"])
+            cells.setdefault(display, {})[name] = format_cell(row["mean"], row["std"], int(row["n"]), np.nan)
         return pd.DataFrame(cells)
+
+    def provenance(self, experiment: str) -> list[dict]:
+        """The run sessions of an experiment: code revision, library versions, host, times."""
+        return list(self.sessions.get(experiment, []))
+
+
+def _declared_order(task: str | None) -> dict[str, int]:
+    from malt.tasks import tasks
+
+    cls = tasks().get(task)
+    return {m.name: i for i, m in enumerate(cls.metrics)} if cls else {}
+
+
+def _planned_versions(spec: dict, units: dict) -> dict[tuple, str]:
+    """(algorithm, params key) -> the algorithm version the plan records (for specs that recorded
+    none, the newest version among the stored records)."""
+    out = {}
+    for item in spec.get("plan", []):
+        if "version" in item:
+            out[(item["algorithm"], _plan_key(item))] = item["version"]
+    if out:
+        return out
+    newest: dict[tuple, tuple] = {}
+    for rec in units.values():
+        key = (rec.get("algorithm"), rec.get("params_key"))
+        stamp = rec.get("timestamp", 0)
+        if key not in newest or stamp > newest[key][0]:
+            newest[key] = (stamp, rec.get("version"))
+    return {k: v for k, (_, v) in newest.items()}
+
+
+def _plan_key(item: dict) -> str:
+    """The parameter key of a plan entry (format-1 specs kept the full parameters, whose hash was
+    the key then)."""
+    if "key" in item:
+        return item["key"]
+    import hashlib
+
+    from malt.params import canonical_json
+
+    return hashlib.sha256(canonical_json(item.get("params", {})).encode()).hexdigest()[:16]
+
+
+def _number(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _param_value(value):
+    return ",".join(map(str, value)) if isinstance(value, list) else value
 
 
 def numeric_diagnostics(record: dict) -> dict[str, float]:
@@ -135,23 +284,18 @@ def numeric_diagnostics(record: dict) -> dict[str, float]:
     return out
 
 
-def _cell(mean: float, std: float) -> str:
+def format_mean_std(mean: float, std: float) -> str:
     digits = 1 if abs(mean) >= 10 else 2 if abs(mean) >= 1 else 3
+    if not np.isfinite(mean):
+        return "n/a"
+    if not np.isfinite(std):
+        return f"{mean:.{digits}f}"
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
-def current_display(record: dict) -> str:
-    """The unit's readable key under today's code: ``name[k=v,...]`` listing values that differ from
-    the current defaults, and ``@vN`` when it was computed by another version of the algorithm, so
-    results of changed code or changed defaults are never averaged with current ones."""
-    from malt import registry
-
-    name, label = record["algorithm"], record["display"]
-    algo = registry.algorithms().get(name)
-    if algo is None:
-        return label
-    try:
-        label = algo.Params.from_dict(record["params"]).display(name)
-    except Exception:  # parameters of an older version that no longer validate
-        return f"{label}@v{record['version']}"
-    return label if record["version"] == algo.version else f"{label}@v{record['version']}"
+def format_cell(mean: float, std: float, folds: int, planned) -> str:
+    """'mean ± std', no ± for a single fold, and '(k/n folds)' when fewer folds than planned."""
+    text = format_mean_std(mean, std if folds > 1 else np.nan)
+    if planned == planned and planned and folds < planned:  # planned is not NaN
+        text += f" ({folds}/{int(planned)} folds)"
+    return text

@@ -98,7 +98,7 @@ def test_a_folder_that_is_not_a_repository_is_refused(tmp_path):
 def test_a_locked_repository_is_refused_with_a_clear_message(repo):
     before = snapshot(repo)
     fd = os.open(repo / ".lock", os.O_RDWR)
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # what a whole-repository operation (migration) holds
     try:
         result = run_malt("cv", "--repo", str(repo), "--algo", "mllr", "--dataset", "synthetic-multilabel",
                           check=False)
@@ -155,7 +155,7 @@ def test_show_diagnostics_reports_what_each_run_recorded(tmp_path):
                  "--quiet").output.strip().splitlines()[-1]
     from malt.repository.store import Repository
 
-    records = list(Repository(path).units(exp).values())
+    records = list(Repository(path).experiment(exp).read_log()[0].values())
     iterations = [r["diagnostics"]["iterations"] for r in records]
     shown = invoke("show", "--repo", path, exp, "--diagnostics")
     assert shown.exit_code == 0

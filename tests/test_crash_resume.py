@@ -27,7 +27,7 @@ def test_kill_minus_nine_then_rerun_equals_uninterrupted(tmp_path):
     reference = tmp_path / "reference"
     run_malt(*ARGS, "--repo", str(reference))
     crashed = tmp_path / "crashed"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), MALT_COMPACT_EVERY="3")  # kills also land mid-compaction
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     rng = random.Random(7)
     kills = 0
     for attempt in range(4):

@@ -25,15 +25,11 @@ def _plan():
     tparams = task.Params(missing=0.2)
     algo = registry.get("mllr")
     entries = [(algo, algo.Params(C=c)) for c in (0.1, 0.3, 1.0, 3.0)]
-    exp = engine.experiment_id(dataset.name, dataset.hash, task, tparams)
-    return engine.Plan(exp, dataset, "synthetic-multilabel", task, tparams, entries)
+    return engine.Plan(dataset, {"kind": "catalogue", "name": dataset.name}, task, tparams, entries)
 
 
 def _execute(path, **kw):
-    repo = Repository(path)
-    repo.lock()
-    with repo:
-        counts = engine.execute(repo, _plan(), quiet=True, **kw)
+    counts = engine.execute(Repository(path), _plan(), quiet=True, **kw).as_dict()
     frame = ResultSet.from_repository(Repository(path)).frame.sort_values(["display", "fold", "metric"])
     return counts, frame
 

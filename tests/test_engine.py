@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import tests.plugins.counting  # noqa: F401  (registers test-counting)
 from malt import engine, registry
@@ -16,15 +17,11 @@ def _run(repo_path, algo="test-counting", params=None, task="missing", jobs=1, f
     repo = Repository(repo_path)
     dataset = open_dataset("synthetic-multilabel")
     t = get_task(task)
-    tparams = t.Params(**task_opts)
     cls = registry.get(algo)
-    p = cls.Params(**(params or {}))
-    exp = engine.experiment_id(dataset.name, dataset.hash, t, tparams)
-    plan = engine.Plan(exp, dataset, "synthetic-multilabel", t, tparams, [(cls, p)])
-    repo.lock()
-    with repo:
-        counts = engine.execute(repo, plan, jobs=jobs, force=set(force), quiet=True)
-    return exp, counts
+    plan = engine.Plan(dataset, {"kind": "catalogue", "name": dataset.name}, t, t.Params(**task_opts),
+                       [(cls, cls.Params(**(params or {})))])
+    counts = engine.execute(repo, plan, jobs=jobs, force=set(force), quiet=True)
+    return plan.experiment, counts.as_dict()
 
 
 @pytest.fixture
@@ -39,15 +36,24 @@ def test_three_invocations_one_computation(repo_path, counter):
     for _ in range(3):
         exp, counts = _run(repo_path)
     runs = [line for line in counter() if line.startswith("run")]
-    assert len(runs) == 5 and counts == {"planned": 5, "stored": 5, "ran": 0, "failed": 0}
+    assert len(runs) == 5 and counts == {"planned": 5, "stored": 5, "ran": 0, "rescored": 0, "failed": 0}
     assert counter().count("kernel") == 1  # one artifact shared by all folds
 
 
-def test_cache_survives_the_process_through_the_repository(repo_path, counter):
-    _run(repo_path)
+def test_an_expensive_artifact_survives_the_process_through_the_repository(repo_path, counter):
+    _run(repo_path, params={"kernel_seconds": 0.05})
     engine._WORKER_CACHES.clear()  # a new process: only the repository remembers
-    _run(repo_path, params={"sleep": 0.001})  # a new setting, so its units run
+    _run(repo_path, params={"kernel_seconds": 0.05, "sleep": 0.001})  # a new setting, so its units run
     assert counter().count("kernel") == 1
+
+
+def test_only_artifacts_dearer_than_their_storage_are_stored():
+    """Reading an artifact back must not cost more than computing it again (issue 18): a 72 MB
+    distance matrix computed in 0.3 s is recomputed, one computed in 2 s is stored."""
+    from malt.repository.cache import worth_caching
+
+    assert not worth_caching(72_000_000, 0.3) and worth_caching(72_000_000, 2.0)
+    assert not worth_caching(72, 0.001) and worth_caching(72, 0.05)
 
 
 def test_changed_version_reruns(repo_path, counter, monkeypatch):
@@ -58,7 +64,7 @@ def test_changed_version_reruns(repo_path, counter, monkeypatch):
     current = ResultSet.from_repository(Repository(repo_path))
     assert current.stale == 5 and set(current.frame["version"]) == {"2"}
     everything = ResultSet.from_repository(Repository(repo_path), include_stale=True)
-    assert set(everything.frame["display"]) == {"test-counting", "test-counting@v1"}
+    assert sorted(everything.frame["version"].unique()) == ["1", "2"]
 
 
 def test_failed_units_are_recorded_and_retried(repo_path, counter):
@@ -67,7 +73,7 @@ def test_failed_units_are_recorded_and_retried(repo_path, counter):
     rs = ResultSet.from_repository(Repository(repo_path))
     assert len(rs.failed) == 1 and "planned failure" in rs.failed["error"].iloc[0]
     _, counts = _run(repo_path, params={"fail_fold": 2})
-    assert counts == {"planned": 5, "stored": 4, "ran": 1, "failed": 1}
+    assert counts == {"planned": 5, "stored": 4, "ran": 1, "rescored": 0, "failed": 1}
 
 
 def test_force_recomputes_only_that_algorithm(repo_path, counter):
@@ -91,4 +97,57 @@ def test_seeded_randomness_is_reproducible(tmp_path, counter):
     _run(tmp_path / "b")
     a = ResultSet.from_repository(Repository(tmp_path / "a")).frame.sort_values(["fold", "metric"])
     b = ResultSet.from_repository(Repository(tmp_path / "b")).frame.sort_values(["fold", "metric"])
+    np.testing.assert_array_equal(a["value"].to_numpy(), b["value"].to_numpy())
+
+
+def test_a_parameter_added_at_its_default_reruns_nothing(repo_path, counter, monkeypatch):
+    """A plugin gains a parameter whose default keeps the old behaviour (no version bump): the
+    stored units stand, and `malt show` counts each fold once."""
+    from dataclasses import dataclass
+
+    from malt.params import Interval, param
+
+    exp, _ = _run(repo_path, params={"sleep": 0.001})
+
+    @dataclass(frozen=True, kw_only=True)
+    class Grown(tests.plugins.counting.CountingParams):
+        extra: int = param(3, "a parameter added in a later release", Interval(0, None))
+
+    monkeypatch.setattr(tests.plugins.counting.CountingMean, "Params", Grown)
+    again, counts = _run(repo_path, params={"sleep": 0.001})
+    assert again == exp and counts["ran"] == 0 and counts["stored"] == 5
+    rs = ResultSet.from_repository(Repository(repo_path))
+    assert rs.summary()["folds"].tolist() == [5] and rs.completeness["done"].tolist() == [5]
+
+
+def test_a_version_bump_never_reuses_its_old_artifact(repo_path, counter, monkeypatch):
+    _run(repo_path, params={"kernel_seconds": 0.05})
+    engine._WORKER_CACHES.clear()
+    monkeypatch.setattr(tests.plugins.counting.CountingMean, "version", "2")
+    _run(repo_path, params={"kernel_seconds": 0.05})
+    assert counter().count("kernel") == 2  # the artifact's key carries its producer's version
+
+
+def test_a_scoring_option_reuses_stored_predictions(repo_path, counter):
+    """precision@k's k only changes scoring: a new k is a new experiment scored from the stored
+    predictions, without refitting, and equals a fresh run's numbers."""
+    from malt.datasets.dataset import Dataset
+
+    R = sp.random(40, 30, density=0.3, random_state=1, format="coo")
+    R.data = np.ceil(R.data * 5)
+    data = Dataset("tiny-ratings", {"ratings": R})
+    task = get_task("ratings")
+    algo = registry.get("test-popular")
+
+    def run(path, **options):
+        plan = engine.Plan(data, {"kind": "test"}, task, task.Params(runs=2, **options), [(algo, algo.Params())])
+        return plan, engine.execute(Repository(path), plan, quiet=True)
+
+    first, _ = run(repo_path, k=5)
+    second, counts = run(repo_path, k=10)
+    assert first.experiment != second.experiment and counts.ran == 0 and counts.rescored == 2
+    assert [line for line in counter() if line.startswith("ratings")] == ["ratings 0", "ratings 1"]
+    _, fresh = run(repo_path.parent / "fresh", k=10)
+    a = ResultSet.from_repository(Repository(repo_path), [second.experiment]).frame.sort_values(["fold", "metric"])
+    b = ResultSet.load(repo_path.parent / "fresh").frame.sort_values(["fold", "metric"])
     np.testing.assert_array_equal(a["value"].to_numpy(), b["value"].to_numpy())

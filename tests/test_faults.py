@@ -7,8 +7,6 @@ import resource
 import signal
 import subprocess
 
-import h5py
-
 from malt.repository.store import Repository
 from malt.results import ResultSet
 from tests.helpers import ROOT, malt_cmd, run_malt
@@ -34,7 +32,7 @@ def test_write_error_stops_with_a_clear_message_and_loses_nothing(tmp_path):
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: Could not write") and "malt rerun" in last
     exp = [p.name for p in (repo / "experiments").iterdir()][0]
-    committed = Repository(repo).units(exp)
+    committed, _, _ = Repository(repo).experiment(exp).read_log()
     assert len(committed) > 0  # what was committed before the failure is still there
     run_malt("rerun", "--repo", str(repo), "--quiet")
     reference = tmp_path / "reference"
@@ -42,31 +40,37 @@ def test_write_error_stops_with_a_clear_message_and_loses_nothing(tmp_path):
     assert _frame(repo)["value"].tolist() == _frame(reference)["value"].tolist()
 
 
-def test_damaged_results_file_is_detected_named_and_repairable(tmp_path):
+def _flip(path, offset, bit=0):
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 1 << bit
+    path.write_bytes(bytes(data))
+
+
+def test_a_damaged_unit_record_is_detected_named_and_repairable(tmp_path):
     repo = tmp_path / "repo"
-    run_malt(*ARGS, "--repo", str(repo))
-    exp = [p.name for p in (repo / "experiments").iterdir()][0]
-    results = repo / "experiments" / exp / "results.h5"
-    with h5py.File(results, "r+") as f:  # flip one record's content, keeping valid HDF5
-        texts = f["units"].asstr()[()]
-        f["units"][3] = texts[3].replace('"fold', '"fXld')
+    exp = run_malt(*ARGS, "--repo", str(repo)).stdout.strip()
+    log = repo / "experiments" / exp / "units.log"
+    data = log.read_bytes()
+    _flip(log, data.index(b'"fold":3') + 3)  # inside one unit record: its digest no longer matches
     shown = run_malt("show", exp, "--repo", str(repo), check=False)
-    assert f"{results}: unit record 3 is damaged" in shown.stderr
-    run_malt("repair", "--experiment", exp, "--repo", str(repo))
-    listing = run_malt("results", "--repo", str(repo)).stdout
-    assert "19/20" in listing
+    assert f"{log}: damaged bytes at offset" in shown.stderr and "malt repair" in shown.stderr
+    assert "19/20" in run_malt("results", "--repo", str(repo)).stdout
+    repaired = run_malt("repair", "--experiment", exp, "--repo", str(repo))
+    assert "units.log: 1 damaged stretch(es) dropped" in repaired.stdout
+    assert "damaged" not in run_malt("show", exp, "--repo", str(repo)).stderr
     run_malt("rerun", "--repo", str(repo), "--quiet")
     assert "20/20" in run_malt("results", "--repo", str(repo)).stdout
 
 
-def test_truncated_results_file_leaves_the_journal_readable(tmp_path):
+def test_a_truncated_log_keeps_every_complete_record(tmp_path):
+    """A log cut short (a writer killed mid-append) loses only the record that was being written."""
     repo = tmp_path / "repo"
-    run_malt(*ARGS, "--repo", str(repo))
-    exp = [p.name for p in (repo / "experiments").iterdir()][0]
-    results = repo / "experiments" / exp / "results.h5"
-    results.write_bytes(results.read_bytes()[:500])
-    shown = run_malt("show", exp, "--repo", str(repo), check=False)
-    assert str(results) in shown.stderr and "malt repair" in shown.stderr
-    run_malt("repair", "--experiment", exp, "--repo", str(repo))
+    exp = run_malt(*ARGS, "--repo", str(repo)).stdout.strip()
+    log = repo / "experiments" / exp / "units.log"
+    data = log.read_bytes()
+    log.write_bytes(data[:data.rindex(b'"fold":')])  # the log now ends inside its last unit record
+    shown = run_malt("show", exp, "--repo", str(repo))
+    assert "damaged" not in shown.stderr  # a torn write was never committed: nothing is damaged
+    assert "19/20" in run_malt("results", "--repo", str(repo)).stdout
     run_malt("rerun", "--repo", str(repo), "--quiet")
     assert "20/20" in run_malt("results", "--repo", str(repo)).stdout

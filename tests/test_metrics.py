@@ -42,6 +42,26 @@ def test_hamming_f1_and_auc_match_sklearn(case):
 
 
 def test_one_error_brute_force(case):
+    """Ties count against the ranking, as in every ranking measure: an instance is an error unless
+    every label tied at its top score is relevant (not whichever tied label comes first)."""
     Y, S = case
-    expected = np.mean([Y[i, int(np.argmax(S[i]))] != 1 for i in range(len(Y))])
+    expected = np.mean([any(Y[i, l] != 1 for l in range(Y.shape[1]) if S[i, l] == S[i].max())
+                        for i in range(len(Y))])
     assert metrics.one_error(Y, S) == pytest.approx(expected)
+    # column order never matters
+    assert metrics.one_error(Y[:, ::-1], S[:, ::-1]) == pytest.approx(expected)
+
+
+def test_undefined_cases_follow_the_declared_conventions():
+    """Hand-computed: rows without a relevant label leave average precision (MULAN's
+    AveragePrecision skips them) but count 0 in ranking loss and 1 in one-error; a label with no
+    positive in truth or prediction leaves macro-F1; a fold with nothing defined is NaN."""
+    Y = np.array([[1, 0, 0], [0, 0, 0]], dtype=float)
+    S = np.array([[0.9, 0.1, 0.2], [0.5, 0.4, 0.3]])
+    assert metrics.average_precision(Y, S) == 1.0  # only the first row counts
+    assert metrics.ranking_loss(Y, S) == 0.0
+    assert metrics.one_error(Y, S) == 0.5
+    P = np.array([[1, 0, 0], [0, 0, 0]], dtype=float)
+    assert metrics.f1_macro(Y, P) == 1.0  # labels 2 and 3: no positive anywhere, left out
+    assert np.isnan(metrics.average_precision(Y[1:], S[1:]))
+    assert np.isnan(metrics.f1_micro(np.zeros((2, 3)), np.zeros((2, 3))))

@@ -8,7 +8,6 @@ from malt.algorithms.mvgp.core import _refine
 from malt.context import Context
 from malt.registry import algorithms
 from malt.splits import RatingsSplit
-from malt.tasks.ratings import ranking_at_k
 
 
 def _problem(M=10, N=8, seed=0):
@@ -66,37 +65,6 @@ def test_refinement_decreases_objective():
     f0 = objective(U, V, GM, GN, tr.row, tr.col, tr.data, 0.5, 1.0)
     U2, V2, f1 = _refine(U, V, GM, GN, tr.row, tr.col, tr.data, 0.5, 1.0, 1.0, tr.shape, 50)
     assert f1 < f0 and np.isclose(f1, objective(U2, V2, GM, GN, tr.row, tr.col, tr.data, 0.5, 1.0))
-
-
-def test_ranking_at_k_brute_force():
-    rng = np.random.default_rng(4)
-    M, N, k = 6, 15, 4
-    R = rng.integers(1, 6, (M, N)).astype(float)
-    trm = rng.random((M, N)) < 0.4
-    train = sp.coo_matrix(np.where(trm, R, 0))
-    tr, tc = np.nonzero(~trm)
-    S = rng.standard_normal((M, N))
-    p, r = ranking_at_k(train, tr, tc, R[tr, tc], np.arange(M), S, k, 4.0)
-    ps, rs = [], []
-    for i in range(M):
-        cand = [j for j in range(N) if not trm[i, j]]
-        rel = {j for j in cand if R[i, j] > 4}
-        if not rel:
-            continue
-        top = sorted(cand, key=lambda j: -S[i, j])[:k]
-        hits = len(rel & set(top))
-        ps.append(hits / k)
-        rs.append(hits / len(rel))
-    assert np.isclose(p, np.mean(ps)) and np.isclose(r, np.mean(rs))
-
-
-def test_ranking_at_k_breaks_ties_at_random_not_by_column_index():
-    M, N, k = 400, 50, 5
-    train = sp.coo_matrix((M, N))
-    rows, cols = np.repeat(np.arange(M), k), np.tile(np.arange(k), M)  # the first k columns relevant
-    p, r = ranking_at_k(train, rows, cols, np.full(rows.size, 5.0), np.arange(M), np.zeros((M, N)), k, 4.0)
-    # constant scores: the top k is a random k of N, so the expected recall is k / N (index order gives 1)
-    assert abs(r - k / N) < 4 * np.sqrt(k / N / (M * k))
 
 
 def test_heat_root_is_exact_square_root_of_diffusion_kernel():

@@ -1,0 +1,259 @@
+"""malt from Python: the same engine, store and ids as the command line (which is a thin layer over
+these functions, so the two never disagree).
+
+    import malt
+    run = malt.cv(["bmr", "mlknn"], dataset="emotions", missing=0.3, repo="results")
+    results = malt.load("results")
+    results.frame()                      # tidy DataFrame: one row per unit × metric
+    results.summary(by="algorithm")      # mean, std, folds done / planned
+    malt.rescore(repo="results")         # recompute metrics from stored predictions
+
+Errors are `malt.errors.MaltError` subclasses with the messages the CLI prints.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from malt.errors import InvalidParameterError, MaltError
+
+
+@dataclass
+class Run:
+    """What one call of `cv` (or one experiment of `rerun`) did."""
+
+    experiment: str
+    planned: int = 0
+    stored: int = 0
+    ran: int = 0
+    rescored: int = 0
+    failed: int = 0
+    failures: list = field(default_factory=list)  # (setting, fold, error)
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0
+
+
+def _repo(repo):
+    from malt.repository.store import Repository
+
+    return repo if hasattr(repo, "experiment") else Repository(Path(repo))
+
+
+def _names(items) -> list[str]:
+    if isinstance(items, str):
+        return [items]
+    return list(dict.fromkeys(items))
+
+
+def _strings(value) -> str:
+    """A Python value of a parameter or sweep as the command-line text `grid` parses."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, set)):
+        return ";".join(_strings(v) if isinstance(v, tuple) else str(v) for v in value) \
+            if any(isinstance(v, tuple) for v in value) else ",".join(str(v) for v in value)
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def algorithm_grid(algos, params: Mapping[str, Any]) -> list:
+    """(algorithm class, Params) for every algorithm × combination of swept values. A value is one
+    setting, a list of values a sweep (a tuple is one value of a list-valued parameter)."""
+    from malt.params import grid
+
+    used, entries = set(), []
+    for algo in algos:
+        mine = {k: _strings(v) for k, v in params.items() if k in algo.Params.names()}
+        used |= set(mine)
+        entries += [(algo, p) for p in grid(algo.Params, mine)]
+    unused = set(params) - used
+    if unused:
+        name = sorted(unused)[0]
+        raise InvalidParameterError(f"No chosen algorithm has a parameter '{name}' "
+                                    f"({', '.join(a.name for a in algos)}); see `malt algorithms NAME`.")
+    return entries
+
+
+def infer_task(algos, dataset) -> str:
+    """The task all chosen algorithms support whose required components the dataset has."""
+    from malt.tasks import tasks
+
+    common = set.intersection(*(set(a.tasks) for a in algos))
+    if len(common) == 1:
+        return next(iter(common))
+    fits = [name for name in sorted(common) if all(c in dataset for c in tasks()[name].requires)]
+    if len(fits) == 1:
+        return fits[0]
+    raise MaltError(f"Cannot tell which task to run; pass --task (one of {', '.join(sorted(fits or common)) or 'none'}).")
+
+
+def task_options(task, options: Mapping[str, Any]):
+    names = set(task.Params.names())
+    unknown = [k for k in options if k not in names]
+    if unknown:
+        raise InvalidParameterError(f"The {task.name} task has no option '{unknown[0]}'; its options are: "
+                                    f"{', '.join(sorted(names))}. See `malt tasks`.")
+    return task.Params.from_strings({k: _strings(v) for k, v in options.items()})
+
+
+def plan_experiment(algorithms, dataset, *, task=None, params=None, repo=None, labels=None, **options):
+    """The Plan `cv` would run (validated; nothing is written)."""
+    from malt import engine, registry
+    from malt.sources import open_source
+    from malt.tasks import get_task
+
+    algos = [registry.get(n) for n in _names(algorithms)]
+    if not algos:
+        raise InvalidParameterError("Name at least one algorithm (--algo NAME).")
+    data, source = open_source(dataset, repo, labels=labels)
+    chosen = get_task(task or infer_task(algos, data))
+    for algo in algos:
+        registry.check_task(algo, chosen.name)
+    opts = task_options(chosen, options)
+    chosen.check(data, opts)
+    return engine.Plan(data, source, chosen, opts, algorithm_grid(algos, params or {}))
+
+
+def cv(algorithms: str | Iterable[str], dataset: str, *, task: str | None = None,
+       params: Mapping[str, Any] | None = None, repo="results", labels: str | None = None, jobs: int = 1,
+       scheduler: str | None = None, threads: int | None = None, wait: bool = False, quiet: bool = True,
+       **options) -> Run:
+    """Cross-validate algorithms on a dataset into the repository (stored units are not recomputed).
+
+    ``params``: algorithm parameters, a list of values sweeps; ``options``: task options
+    (``missing=0.3``, ``folds=10``, ``split="given"``...). Returns the experiment id and counts.
+    """
+    from malt import engine
+
+    if jobs < 1:
+        raise InvalidParameterError(f"--jobs must be at least 1, got {jobs}.")
+    if threads is not None and threads < 1:
+        raise InvalidParameterError(f"--threads must be at least 1, got {threads}.")
+    store = _repo(repo)
+    store.check_writable_target()
+    plan = plan_experiment(algorithms, dataset, task=task, params=params, repo=store, labels=labels, **options)
+    _migrate_if_needed(store, wait)
+    counts = engine.execute(store, plan, jobs=jobs, scheduler=scheduler, quiet=quiet, wait=wait, threads=threads)
+    return Run(plan.experiment, **counts.as_dict(), failures=counts.failures)
+
+
+def rerun(repo="results", *, experiments: Iterable[str] = (), algorithms: Iterable[str] = (), jobs: int = 1,
+          scheduler: str | None = None, threads: int | None = None, wait: bool = False, quiet: bool = True,
+          on_error=None) -> list[Run]:
+    """Finish what interruptions left (and retry failed units) in every experiment (or those named);
+    with ``algorithms``, recompute every unit of those. An experiment that cannot be reopened is
+    reported through ``on_error(experiment, error)`` and skipped, never stopping the others (without
+    ``on_error`` the first such error is raised)."""
+    from malt import engine, registry
+    from malt.sources import reopen
+    from malt.tasks import get_task
+
+    store = _repo(repo).check_readable()
+    names = _names(algorithms)
+    for name in names:
+        registry.get(name)
+    _migrate_if_needed(store, wait)
+    runs = []
+    for exp in _names(experiments) or store.experiments():
+        try:
+            spec = store.read_spec(exp)
+            dataset = reopen(spec, store)
+            task = get_task(spec["task"])
+            options = task.Params.from_dict(spec["task_params"])
+            entries = []
+            for item in spec["plan"]:
+                if names and item["algorithm"] not in names:
+                    continue
+                algo = registry.get(item["algorithm"])
+                entries.append((algo, algo.Params(**item["params"])))
+            if not entries:
+                continue
+            plan = engine.Plan(dataset, spec.get("source") or {"kind": "legacy", "ref": spec.get("dataset_ref")},
+                               task, options, entries)
+            if plan.experiment != exp:
+                raise MaltError(f"Experiment {exp} does not match its spec (it would now be {plan.experiment}); "
+                                f"`malt repair --experiment {exp}` checks it.")
+            counts = engine.execute(store, plan, force=set(names), jobs=jobs, scheduler=scheduler, quiet=quiet,
+                                    wait=wait, threads=threads)
+            runs.append(Run(exp, **counts.as_dict(), failures=counts.failures))
+        except MaltError as err:
+            if on_error is None:
+                raise
+            on_error(exp, err)
+    return runs
+
+
+@dataclass
+class Rescored:
+    experiment: str
+    rescored: int = 0
+    without_predictions: int = 0  # units written by an older malt, or whose predictions were damaged
+    problems: list = field(default_factory=list)
+
+
+def rescore(repo="results", *, experiments: Iterable[str] = (), metrics: Iterable[str] = (), wait: bool = False,
+            on_error=None) -> list[Rescored]:
+    """Recompute metrics from stored predictions (no model is refit), for every experiment or those
+    named; ``metrics`` limits which metrics are recomputed."""
+    from malt import engine
+    from malt.sources import reopen
+    from malt.tasks import get_task
+
+    store = _repo(repo).check_readable()
+    _migrate_if_needed(store, wait)
+    only = set(metrics)
+    out: list[Rescored] = []
+    for exp in _names(experiments) or store.experiments():
+        try:
+            files = store.experiment(exp)
+            spec = files.read_spec()
+            task = get_task(spec["task"])
+            for name in only:
+                task.metric(name)
+            dataset = reopen(spec, store)
+            options = task.Params.from_dict(spec["task_params"])
+            problems: list[str] = []
+            with files.writer(wait=wait) as writer:
+                units, _, _ = files.read_log(problems)
+                ok = {k: r for k, r in units.items() if r.get("status") == "ok"}
+                stored = files.read_predictions({k: r["predictions"] for k, r in ok.items() if r.get("predictions")},
+                                                problems)
+                for key, record in ok.items():
+                    if key in stored:  # the new record points at the same stored predictions
+                        writer.commit(engine.rescore_unit(dataset, task, options, record, stored[key], only), None)
+                writer.sync()
+                writer.compact()
+            out.append(Rescored(exp, len(stored), len(ok) - len(stored), problems))
+        except MaltError as err:
+            if on_error is None:
+                raise
+            on_error(exp, err)
+    return out
+
+
+def load(path="results", experiments: Iterable[str] | None = None):
+    """The stored results under ``path`` (a repository, or a folder of repositories)."""
+    from malt.results import ResultSet
+
+    if experiments:
+        return ResultSet.from_repository(_repo(path).check_readable(), list(experiments))
+    return ResultSet.load(path)
+
+
+def _migrate_if_needed(store, wait: bool) -> None:
+    if store.exists and store.format < 2:
+        from malt.migrate import migrate
+
+        migrate(store, wait=wait)
+
+
+def expand(params: Mapping[str, Any]) -> list[dict]:
+    """Every combination of a parameter mapping whose list values are sweeps (for experiment files)."""
+    names = list(params)
+    choices = [v if isinstance(v, list) else [v] for v in params.values()]
+    return [dict(zip(names, combo)) for combo in itertools.product(*choices)]

@@ -1,0 +1,83 @@
+"""Experiment files: a grid of datasets × algorithms × parameters × task options in one TOML file.
+
+    repo = "results"                 # optional (the command's --repo wins)
+
+    [[experiment]]
+    datasets = ["emotions", "scene"]
+    algorithms = ["bmr", "mlknn"]
+    task = "multilabel"              # optional: inferred as by `malt cv`
+    options = { missing = [0.1, 0.3] }   # task options; a list sweeps (one experiment per value)
+    params = { k = [5, 10] }             # algorithm parameters; a list sweeps (settings of one experiment)
+
+Each block runs every dataset × option combination through `malt.cv` — the same engine, store and
+experiment ids as the command line — so `malt run FILE` is incremental and resumable like `malt cv`.
+A list-valued parameter is written as a string ("5,10,20") or, to sweep lists, a list of strings.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from malt.errors import InvalidParameterError
+
+KEYS = {"datasets", "dataset", "algorithms", "algorithm", "task", "options", "params", "labels"}
+
+
+def read(path: Path) -> dict:
+    if sys.version_info < (3, 11):  # pragma: no cover - tomllib is in the standard library from 3.11
+        raise InvalidParameterError("`malt run` reads TOML with Python's tomllib (Python 3.11 or newer).")
+    import tomllib
+
+    try:
+        text = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InvalidParameterError(f"Experiment file {path} not found.") from None
+    except IsADirectoryError:
+        raise InvalidParameterError(f"{path} is a folder; give an experiment file (TOML).") from None
+    try:
+        content = tomllib.loads(text.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise InvalidParameterError(f"{path} is not valid TOML: {err}.") from None
+    blocks = content.get("experiment")
+    if not isinstance(blocks, list) or not blocks:
+        raise InvalidParameterError(f"{path} has no [[experiment]] block; see `malt run --help`.")
+    for i, block in enumerate(blocks, 1):
+        unknown = sorted(set(block) - KEYS)
+        if unknown:
+            raise InvalidParameterError(f"{path}: experiment block {i} has an unknown key '{unknown[0]}'; keys are "
+                                        f"{', '.join(sorted(KEYS))}.")
+        if not (block.get("datasets") or block.get("dataset")) or not (block.get("algorithms") or block.get("algorithm")):
+            raise InvalidParameterError(f"{path}: experiment block {i} needs datasets and algorithms.")
+    return content
+
+
+def planned_calls(content: dict) -> list[dict]:
+    """The `malt.cv` calls a file describes (validated later by cv itself)."""
+    from malt.api import expand
+
+    calls = []
+    for block in content["experiment"]:
+        datasets = block.get("datasets", block.get("dataset"))
+        algorithms = block.get("algorithms", block.get("algorithm"))
+        for dataset in [datasets] if isinstance(datasets, str) else datasets:
+            for options in expand(block.get("options", {})):
+                calls.append({"algorithms": algorithms, "dataset": dataset, "task": block.get("task"),
+                              "params": block.get("params", {}), "labels": block.get("labels"), **options})
+    return calls
+
+
+def run_experiment_file(path: Path, *, repo=None, **engine_options):
+    """Run every experiment of the file in order, yielding each `malt.api.Run`."""
+    from malt import api
+
+    content = read(path)
+    target = repo or content.get("repo") or "results"
+    calls = planned_calls(content)
+    for call in calls:  # validate everything before running anything
+        call = dict(call)
+        api.plan_experiment(call.pop("algorithms"), call.pop("dataset"), task=call.pop("task"),
+                            params=call.pop("params"), repo=api._repo(target), labels=call.pop("labels"), **call)
+    for call in calls:
+        call = dict(call)
+        yield api.cv(call.pop("algorithms"), call.pop("dataset"), task=call.pop("task"), params=call.pop("params"),
+                     repo=target, labels=call.pop("labels"), **engine_options, **call)

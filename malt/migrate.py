@@ -1,0 +1,183 @@
+"""Migration of a repository written by malt's first store format (format 1) to format 2.
+
+Runs once, under the exclusive repository lock, before the first write of a newer malt. Every
+format-1 experiment is converted into a new folder — its id recomputed under today's identity rules
+(options at their defaults and scoring options no longer change ids), its unit records re-keyed the
+same way (with the algorithm version they were computed by, so out-of-date units are still
+recomputed) and written as a checksummed log — and only then is the old folder moved to
+``legacy/experiments/`` (kept, never deleted). Records salvaged from a damaged container are kept;
+records that fail their checksum are reported. A kill at any point leaves either the old folder or
+a complete new one (a half-written new folder has a temporary name and is redone). Migrated units
+have no stored predictions, and their values of metrics whose definition changed since (for
+example average precision, now MULAN's convention) stay out of summaries until the unit is refit:
+`malt rerun --algo NAME` does that. ``legacy/ids.json`` maps old experiment ids to new ones.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+
+from malt.errors import MaltError
+
+from malt.repository import legacy
+from malt.repository.files import atomic_write, ensure_dir
+from malt.repository.integrity import seal
+from malt.repository.records import encode
+
+
+def migrate(repo, wait: bool = False, report=None) -> list[str]:
+    """Convert ``repo`` in place; returns one line per action (also passed to ``report``)."""
+    from malt.repository.store import FORMAT
+
+    actions: list[str] = []
+
+    def note(line: str) -> None:
+        actions.append(line)
+        if report is not None:
+            report(line)
+
+    with repo.lock_all(wait=wait):
+        if repo.format >= FORMAT:
+            return actions
+        mapping = {}
+        for exp in repo.experiments():
+            folder = repo.experiment(exp).folder
+            if (folder / "units.log").exists() or not legacy.has_legacy(folder) and not _legacy_spec(folder):
+                continue
+            new_id = _convert(repo, exp, note)
+            if new_id:
+                mapping[exp] = new_id
+        _convert_datasets(repo, note)
+        _drop_cache(repo, note)
+        if mapping:
+            path = repo.legacy_dir() / "ids.json"
+            old = json.loads(path.read_text()) if path.exists() else {}
+            atomic_write(repo.path, path, json.dumps(dict(old, **mapping), indent=1, sort_keys=True).encode())
+        repo.set_format(FORMAT)
+        note(f"migrated {repo.path} to store format {FORMAT} ({len(mapping)} experiment(s); old files kept in "
+             f"{repo.path / 'legacy'})")
+    return actions
+
+
+def _legacy_spec(folder) -> bool:
+    try:
+        return "checksum" not in json.loads((folder / "spec.json").read_bytes())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+
+
+def _convert(repo, exp: str, note) -> str | None:
+    from malt import engine, registry
+    from malt.tasks import get_task
+
+    folder = repo.experiment(exp).folder
+    try:
+        spec = legacy.read_spec(folder)
+        task = get_task(spec["task"])
+        options = task.Params.from_dict(spec["task_params"])
+    except (MaltError, KeyError, TypeError, ValueError) as err:
+        note(f"kept {exp} in the old format: its spec cannot be read under today's task declarations ({err})")
+        return None
+    problems: list[str] = []
+    records = sorted(legacy.read(folder, problems), key=lambda r: r.get("timestamp", 0))
+    for line in problems:
+        note(f"{exp}: {line}")
+    fit = task.fit_identity(spec["dataset_hash"], options)
+    new_id = task.experiment_id(spec["dataset"], spec["dataset_hash"], options)
+    converted = []
+    for record in records:
+        algo = registry.algorithms().get(record.get("algorithm"))
+        try:
+            params = algo.Params.from_dict(record["params"]) if algo else None
+        except MaltError:
+            params = None
+        new = dict(record, type="unit", legacy=True, metric_versions={m: "1" for m in record.get("metrics", {})})
+        new.pop("experiment", None)
+        if params is not None:
+            new.update(unit=engine.unit_key(fit, algo.name, record["version"], params, record["fold"]),
+                       params=params.to_dict(), params_key=params.key(), display=params.display(algo.name))
+        converted.append(new)
+    plan = []
+    for item in spec.get("plan", []):
+        algo = registry.algorithms().get(item["algorithm"])
+        if algo is None:
+            continue
+        try:
+            params = algo.Params.from_dict(item["params"])
+        except MaltError:
+            continue
+        versions = [r["version"] for r in converted if r.get("algorithm") == algo.name
+                    and r.get("params_key") == params.key()]
+        plan.append({"algorithm": algo.name, "version": versions[-1] if versions else algo.version,
+                     "params": params.changed(), "key": params.key(), "display": params.display(algo.name)})
+    ref = spec.get("dataset_ref", spec["dataset"])
+    source = ({"kind": "imported", "name": ref, "hash": spec["dataset_hash"]} if ref in repo.imported()
+              else {"kind": "legacy", "ref": ref})
+    new_spec = {"format": 2, "experiment": new_id, "fit": fit, "dataset": spec["dataset"], "source": source,
+                "dataset_hash": spec["dataset_hash"], "task": task.name, "task_version": task.version,
+                "task_params": options.to_dict(), "settings": [s.name for s in task.settings],
+                "n_folds": task_folds(task, options, spec), "plan": plan, "created": spec.get("created", time.time()),
+                "migrated_from": exp}
+    target = repo.path / "experiments" / new_id
+    if not (target / "units.log").exists():
+        staging = repo.path / "experiments" / f".migrating-{new_id}"
+        if staging.exists():
+            shutil.rmtree(staging)
+        ensure_dir(repo.path, staging)
+        blob = encode({"type": "spec", "spec": new_spec, "time": time.time()}) + b"".join(encode(r) for r in converted)
+        atomic_write(repo.path, staging / "units.log", blob)
+        atomic_write(repo.path, staging / "spec.json", seal(new_spec))
+        os.replace(staging, target)
+    keep = ensure_dir(repo.path, repo.legacy_dir() / "experiments")
+    os.replace(folder, _free(keep / exp))
+    note(f"{exp} -> {new_id}: {len(converted)} unit record(s) migrated")
+    return new_id
+
+
+def _free(path):
+    """``path``, or ``path.1``, ``path.2``… if taken (the old files are never overwritten)."""
+    candidate, n = path, 0
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}.{n}")
+    return candidate
+
+
+def task_folds(task, options, spec) -> int:
+    if "n_folds" in spec:
+        return int(spec["n_folds"])
+    for name in ("folds", "runs", "repeats"):
+        if name in spec.get("task_params", {}):
+            return int(spec["task_params"][name])
+    return int(getattr(options, "folds", 1))
+
+
+def _convert_datasets(repo, note) -> None:
+    folder = repo.path / "datasets"
+    for path in sorted(folder.glob("*.h5")) if folder.is_dir() else []:
+        name = path.stem
+        try:
+            dataset = repo.datasets.load(name)
+            repo.datasets.save(dataset, {"kind": "migrated", "file": str(path)}, force=True)
+        except MaltError as err:
+            note(f"imported dataset {name} kept as it was: {err}")
+            continue
+        keep = ensure_dir(repo.path, repo.legacy_dir() / "datasets")
+        os.replace(path, _free(keep / path.name))
+        note(f"imported dataset {name}: stored by content hash {dataset.hash[:16]}")
+
+
+def _drop_cache(repo, note) -> None:
+    """Format-1 cache entries carry no digest and keys without a producer: nothing will ask for them."""
+    folder = repo.path / "cache"
+    removed = 0
+    for path in sorted(folder.glob("*.h5")) if folder.is_dir() else []:
+        from malt.repository.hdf5 import read_meta
+
+        if "producer" not in read_meta(path):
+            path.unlink()
+            removed += 1
+    if removed:
+        note(f"removed {removed} cache entr{'y' if removed == 1 else 'ies'} of the old format (recomputed on demand)")

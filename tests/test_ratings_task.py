@@ -1,0 +1,71 @@
+"""The ratings task's ranking protocol: every algorithm ranks the same candidates (all columns a
+row did not rate in training), ties are broken at random, and stored top lists rescore any k."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from malt.datasets.dataset import Dataset
+from malt.splits import Prediction
+from malt.tasks import get_task
+from malt.tasks.ratings import ranking_at_k, top_candidates
+
+
+@pytest.mark.timeout(30)
+def test_ranking_at_k_brute_force():
+    rng = np.random.default_rng(4)
+    M, N, k = 6, 15, 4
+    R = rng.integers(1, 6, (M, N)).astype(float)
+    trm = rng.random((M, N)) < 0.4
+    train = sp.coo_matrix(np.where(trm, R, 0))
+    tr, tc = np.nonzero(~trm)
+    S = rng.standard_normal((M, N))
+    top = top_candidates(train, np.arange(M), S, 10)
+    p, r = ranking_at_k(top, np.arange(M), tr, tc, R[tr, tc], k, 4.0)
+    ps, rs = [], []
+    for i in range(M):
+        cand = [j for j in range(N) if not trm[i, j]]
+        rel = {j for j in cand if R[i, j] > 4}
+        if not rel:
+            continue
+        best = sorted(cand, key=lambda j: -S[i, j])[:k]
+        hits = len(rel & set(best))
+        ps.append(hits / k)
+        rs.append(hits / len(rel))
+    assert np.isclose(p, np.mean(ps)) and np.isclose(r, np.mean(rs))
+
+
+@pytest.mark.timeout(30)
+def test_ranking_at_k_breaks_ties_at_random_not_by_column_index():
+    M, N, k = 400, 50, 5
+    train = sp.coo_matrix((M, N))
+    rows, cols = np.repeat(np.arange(M), k), np.tile(np.arange(k), M)  # the first k columns relevant
+    top = top_candidates(train, np.arange(M), np.zeros((M, N)), k)
+    p, r = ranking_at_k(top, np.arange(M), rows, cols, np.full(rows.size, 5.0), k, 4.0)
+    # constant scores: the top k is a random k of N, so the expected recall is k / N (index order gives 1)
+    assert abs(r - k / N) < 4 * np.sqrt(k / N / (M * k))
+
+
+@pytest.mark.timeout(30)
+def test_every_algorithm_is_ranked_over_the_same_candidates_or_not_at_all():
+    """Scoring only the test entries would rank a smaller candidate set and inflate precision (issue
+    23: the same predictions scored 6x higher); without full score rows there is no ranking metric."""
+    rng = np.random.default_rng(0)
+    R = sp.random(30, 40, density=0.3, random_state=2, format="coo")
+    R.data = np.ceil(R.data * 5)
+    data = Dataset("tiny", {"ratings": R})
+    task = get_task("ratings")
+    options = task.Params(k=5)
+    split = task.split(data, options, 0)
+    truth = np.asarray(R.tocsr()[split.test_rows, split.test_cols]).ravel()
+    oracle_values = Prediction(values=truth)
+    scores = task.score(data, options, split, oracle_values)
+    assert scores["rmse"] == 0 and np.isnan(scores["precision@k"]) and np.isnan(scores["recall@k"])
+    rows = np.unique(split.test_rows)
+    full = np.zeros((rows.size, 40))
+    full[np.searchsorted(rows, split.test_rows), split.test_cols] = truth + rng.random(truth.size) * 0.1
+    ranked = task.score(data, options, split, Prediction(values=truth, scores=full))
+    packed = task.pack(split, Prediction(values=truth, scores=full), options)
+    assert packed["top"].shape == (rows.size, 40)  # at least k, up to the 100 kept, never more than the columns
+    assert 0 < ranked["precision@k"] <= 1 and 0 < ranked["recall@k"] <= 1
