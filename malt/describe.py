@@ -4,10 +4,16 @@ Figures, tables, statistics and the report never read a task's declaration or an
 directly; they ask these few functions. When the declarations move (metric descriptions onto the
 task classes, the planned fold count onto the ResultSet), only this module changes.
 
-* ``metric_info(name)`` — label, direction, percent flag.
-* ``metric_label(name, options)`` — the label with the metric's parameters filled in from the
+* ``metric_info(name, task)`` — label, direction, percent flag.
+* ``metric_label(name, options, task)`` — the label with the metric's parameters filled in from the
   experiment's task options (``Precision@20``, not ``Precision@k``).
-* ``planned_folds(rs, experiment)`` — how many folds (runs, repeats) the protocol plans.
+* ``setting_label(task, setting)`` — axis label and display scale of a swept task option.
+* ``planned_folds(rs, experiment, display)`` — how many folds (runs, repeats) the protocol plans.
+* ``sessions(rs, experiment)`` — the run sessions' provenance records, when the ResultSet keeps them.
+
+Each accessor uses the task declarations the lead is introducing (``malt.tasks.metric_info``,
+``Metric.label_for``, ``Task.setting``, ``ResultSet.completeness``, ``ResultSet.provenance``) when
+they exist and falls back to today's registries otherwise.
 * ``test_train_ratio(task, options)`` — n_test / n_train of one fold, for the corrected resampled
   t-test; None when the folds are not resamples of the data (repeats on a fixed split).
 * ``task_defaults(task)`` — the task's option defaults.
@@ -18,6 +24,8 @@ from __future__ import annotations
 import functools
 import math
 import re
+
+import pandas as pd
 
 from malt.errors import MaltError
 from malt.tasks.base import METRICS, MetricInfo
@@ -30,11 +38,18 @@ METRIC_PARAMETERS: dict[str, tuple[str, ...]] = {
 }
 
 
-def metric_info(name: str) -> MetricInfo:
-    """How to show a metric; an unknown name (results of a newer malt) gets a neutral description."""
-    from malt.tasks import tasks
+def metric_info(name: str, task: str | None = None) -> MetricInfo:
+    """How to show a metric of ``task``; an unknown name (results of a newer malt) gets a neutral
+    description."""
+    import malt.tasks as registry
 
-    tasks()  # registers every task's metric descriptions
+    declared = getattr(registry, "metric_info", None)  # per-task declarations, when the framework has them
+    if declared is not None:
+        try:
+            return declared(name, task)
+        except MaltError:
+            pass
+    registry.tasks()  # registers every task's metric descriptions
     return METRICS.get(name) or MetricInfo(name, name.replace("_", " "), "lower", False)
 
 
@@ -44,11 +59,13 @@ def metric_order() -> list[str]:
     return list(METRICS)
 
 
-def metric_label(name: str, options: dict | None = None, unit: bool = True) -> str:
+def metric_label(name: str, options: dict | None = None, unit: bool = True, task: str | None = None) -> str:
     """'Precision@20', 'One-error (%)': the label with its parameters from ``options`` and its unit.
 
     A parameter missing from ``options`` (or swept, so None here) stays symbolic."""
-    info = metric_info(name)
+    info = metric_info(name, task)
+    if hasattr(info, "label_for"):  # the declaration knows its own parameters
+        return info.label_for(options or {}) + (" (%)" if unit and info.percent else "")
     label = info.label
     for parameter in METRIC_PARAMETERS.get(name, ()):
         value = (options or {}).get(parameter)
@@ -69,15 +86,19 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def planned_folds(rs, experiment: str) -> int | None:
+def planned_folds(rs, experiment: str, display: str | None = None) -> int | None:
     """Folds (runs, repeats) the experiment's protocol plans, or None when unknown.
 
-    Uses ``rs.planned_folds(experiment)`` when the ResultSet offers it (the lead's planned addition),
-    else the ``n_folds`` the spec records, else the task options of older specs."""
-    accessor = getattr(rs, "planned_folds", None)
-    if callable(accessor):
-        value = accessor(experiment)
-        return None if value is None else int(value)
+    Uses the ResultSet's ``completeness`` table (experiment, display, planned) when it has one, else
+    the ``n_folds`` the spec records, else the task options of older specs."""
+    completeness = getattr(rs, "completeness", None)
+    if isinstance(completeness, pd.DataFrame) and not completeness.empty:
+        rows = completeness[completeness["experiment"] == experiment]
+        if display is not None and (rows["display"] == display).any():
+            rows = rows[rows["display"] == display]
+        planned = pd.to_numeric(rows["planned"], errors="coerce").dropna()
+        if len(planned):
+            return int(planned.max())
     spec = rs.specs.get(experiment) or {}
     if "n_folds" in spec:
         return int(spec["n_folds"])
@@ -126,6 +147,37 @@ def task_defaults(task: str) -> dict:
         return dict(_defaults(task))
     except MaltError:
         return {}
+
+
+SETTING_LABELS = {  # today's fallback; the task declarations carry these
+    "missing": ("Hidden entries", 100.0, "%"),
+    "labeled": ("Labelled training points", 1.0, ""),
+    "complete_rows": ("Fully observed rows", 1.0, ""),
+}
+
+
+def setting_label(task: str | None, setting: str) -> tuple[str, float]:
+    """Axis label (with unit) of a swept task option and the factor from stored to shown values."""
+    if task:
+        try:
+            from malt.tasks import get_task
+
+            declared = getattr(type(get_task(task)), "setting", None)
+            if callable(declared):
+                found = declared(setting)
+                if hasattr(found, "axis_label"):
+                    return found.axis_label(), float(found.scale)
+        except MaltError:
+            pass
+    label, scale, unit = SETTING_LABELS.get(setting, (setting.replace("_", " ").capitalize(), 1.0, ""))
+    return (f"{label} ({unit})" if unit else label), scale
+
+
+def sessions(rs, experiment: str) -> list[dict]:
+    """Provenance of the sessions that ran an experiment (code revision, versions, host, times) when
+    the ResultSet keeps them; [] otherwise."""
+    accessor = getattr(rs, "provenance", None)
+    return list(accessor(experiment)) if callable(accessor) else []
 
 
 PROVENANCE_COLUMNS = ("version", "malt_version", "host", "seed", "timestamp", "fit_seconds")

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from malt.describe import metric_info, metric_label, metric_order, planned_folds
+from malt.describe import setting_label as _declared_setting_label
 from malt.errors import MaltError
 
 # Okabe & Ito (2008) colour-blind-safe colours (their yellow left out: too faint on white), then Paul
@@ -39,11 +40,6 @@ LINESTYLES = ["-", "--", ":", "-."]
 WIDTH_IN = 3.5  # single column
 HEIGHT_IN = 2.5
 
-SETTING_LABELS = {
-    "missing": ("Hidden entries", 100.0, "%"),
-    "labeled": ("Labelled training points", 1.0, ""),
-    "complete_rows": ("Fully observed rows", 1.0, ""),
-}
 
 
 def _preferred_slot(name: str) -> int:
@@ -96,11 +92,11 @@ def assign_styles(series: list[tuple[str, str]]) -> dict[str, dict]:
 
 
 def metric_axis_label(name: str, options: dict | None = None, error: str | None = None,
-                      folds: tuple[int, int] | None = None) -> str:
+                      folds: tuple[int, int] | None = None, task: str | None = None) -> str:
     """'One-error (%), lower is better' and, with ``error``, a second line saying what the error
     bars are and over how many folds: 'mean ± std over 5 folds'."""
-    info = metric_info(name)
-    text = f"{metric_label(name, options)}, {info.better} is better"
+    info = metric_info(name, task)
+    text = f"{metric_label(name, options, task=task)}, {info.better} is better"
     if error is not None:
         text += "\n" + error_description(error, folds)
     return text
@@ -115,13 +111,12 @@ def error_description(error: str, folds: tuple[int, int] | None) -> str:
     return f"{what} over {n} fold{'s' if hi != 1 else ''}"
 
 
-def metric_scale(name: str) -> float:
-    return 100.0 if metric_info(name).percent else 1.0
+def metric_scale(name: str, task: str | None = None) -> float:
+    return 100.0 if metric_info(name, task).percent else 1.0
 
 
-def setting_label(setting: str) -> tuple[str, float]:
-    label, scale, unit = SETTING_LABELS.get(setting, (setting.replace("_", " ").capitalize(), 1.0, ""))
-    return (f"{label} ({unit})" if unit else label), scale
+def setting_label(setting: str, task: str | None = None) -> tuple[str, float]:
+    return _declared_setting_label(task, setting)
 
 
 # ---- families ----------------------------------------------------------------------------------
@@ -298,14 +293,14 @@ def family_summary(rs, family: Family, metric: str, error: str = "std") -> pd.Da
     """Per display (and setting value): algorithm, mean, err, folds, planned — in display units."""
     frame = rs.frame
     frame = frame[frame["experiment"].isin(family.experiments) & (frame["metric"] == metric)]
-    scale = metric_scale(metric)
+    scale = metric_scale(metric, family.task)
     rows = []
     for (exp, display), group in frame.groupby(["experiment", "display"], sort=True):
         values = group["value"].to_numpy(dtype=float) * scale
         rows.append({"experiment": exp, "setting": family.experiments[exp], "display": display,
                      "algorithm": group["algorithm"].iloc[0], "mean": float(np.nanmean(values)),
                      "err": error_half_width(values, error), "folds": int(np.isfinite(values).sum()),
-                     "planned": planned_folds(rs, exp)})
+                     "planned": planned_folds(rs, exp, display)})
     return pd.DataFrame(rows, columns=["experiment", "setting", "display", "algorithm", "mean", "err", "folds",
                                        "planned"])
 
@@ -449,7 +444,7 @@ def plot_sweep(rs, family: Family, metric: str, error: str = "std"):
     """Line plot of one family and metric; returns the matplotlib Figure."""
     plt = _style_matplotlib()
     summary = family_summary(rs, family, metric, error)
-    xlabel, xscale = setting_label(family.setting)
+    xlabel, xscale = setting_label(family.setting, family.task)
     fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN))
     styles = _line_styles(rs, summary)
     order = display_order(rs, summary["display"].unique())
@@ -467,7 +462,7 @@ def plot_sweep(rs, family: Family, metric: str, error: str = "std"):
                         markerfacecolor="white" if styles[display]["linestyle"] != "-" else None, **styles[display])
         handles.append(h)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(metric_axis_label(metric, family.fixed, error, fold_range(summary)))
+    ax.set_ylabel(metric_axis_label(metric, family.fixed, error, fold_range(summary), family.task))
     ax.grid(True, axis="y", linewidth=0.4, alpha=0.5)
     _title(ax, family)
     _legend(ax, handles, [labels[d] + incomplete_suffix(summary, d) for d in order])
@@ -520,7 +515,7 @@ def plot_param_sweep(rs, family: Family, metric: str, parameter: str, algorithms
     ax.set_xlim(lo, hi)
     ax.set_xlabel(parameter if len(algorithms) > 1 else f"{algorithms[0]}: {parameter}")
     ax.set_ylabel(metric_axis_label(metric, family.fixed, error,
-                                    fold_range(summary[summary["display"].isin(swept)])))
+                                    fold_range(summary[summary["display"].isin(swept)]), family.task))
     ax.grid(True, axis="y", linewidth=0.4, alpha=0.5)
     _title(ax, family)
     _legend(ax, handles, names)
@@ -547,7 +542,7 @@ def plot_bars(rs, family: Family, metric: str, error: str = "std"):
                 ecolor="black", elinewidth=0.9, capsize=2.5)
     ax.set_yticks(y)
     ax.set_yticklabels([labels[d] + incomplete_suffix(summary, d) for d in summary["display"]])
-    ax.set_xlabel(metric_axis_label(metric, family.fixed, error, fold_range(summary)))
+    ax.set_xlabel(metric_axis_label(metric, family.fixed, error, fold_range(summary), family.task))
     ax.grid(True, axis="x", linewidth=0.4, alpha=0.5)
     ax.set_axisbelow(True)
     hi = float(np.nanmax(summary["mean"] + summary["err"])) if len(summary) else 1.0

@@ -44,8 +44,8 @@ class Comparison:
         return ", ".join(f"{k}={_fmt(v)}" for k, v in sorted(shown.items()))
 
     def metric_text(self) -> str:
-        info = metric_info(self.metric)
-        return f"{metric_label(self.metric, self.options)}, {info.better} is better"
+        info = metric_info(self.metric, self.task)
+        return f"{metric_label(self.metric, self.options, task=self.task)}, {info.better} is better"
 
     def title(self) -> str:
         opts = self.options_text()
@@ -139,12 +139,12 @@ def comparisons(rs, metrics: list[str] | None = None, alpha: float = ALPHA) -> l
             scores.columns.name = None
             incomplete = []
             for dataset, exp in sorted(members.items()):
-                planned = planned_folds(rs, exp)
                 for display in complete:
+                    planned = planned_folds(rs, exp, display)
                     n = int(counts.loc[dataset, display])
                     if planned is not None and n < planned:
                         incomplete.append((dataset, labels[display], n, planned))
             out.append(Comparison(task, options, metric, dict(sorted(members.items())),
-                                  Friedman(scores, metric_info(metric).better, alpha),
+                                  Friedman(scores, metric_info(metric, task).better, alpha),
                                   {labels[d]: d for d in complete}, dropped, incomplete))
     return out

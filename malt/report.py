@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from malt.describe import metric_info, metric_label, planned_folds, provenance_columns
+from malt.describe import metric_info, metric_label, planned_folds, provenance_columns, sessions
 from malt.plotting import _fmt_value, families, metric_scale, option_matches, plot_all
 from malt.tables import all_tables, dataset_tables, format_mean_std, rank_tables
 
@@ -101,11 +101,11 @@ def comparison(rs, family_experiments=None, reference: pd.DataFrame | None = Non
                     break
                 part = part[np.array([option_matches(v, value) for v in part[column]], dtype=bool)]
             for display, group in part.groupby("display"):
-                values = group["value"].to_numpy(dtype=float) * metric_scale(ref["metric"])
+                values = group["value"].to_numpy(dtype=float) * metric_scale(ref["metric"], ref["task"])
                 std = float(values.std(ddof=1)) if len(values) > 1 else 0.0
                 rows.append({"source": ref["source"], "dataset": ref["dataset"], "setting": ref["setting"],
                              "printed": ref["printed"], "display": display, "metric": ref["metric"],
-                             "ours": format_mean_std(float(values.mean()), std, metric_info(ref["metric"]).percent,
+                             "ours": format_mean_std(float(values.mean()), std, metric_info(ref["metric"], ref["task"]).percent,
                                                      len(values)),
                              "published": f"{ref['mean']} ± {ref['std']}" if ref["std"] else ref["mean"],
                              "difference": f"{values.mean() - float(ref['mean']):+.1f}", "folds": len(values)})
@@ -239,7 +239,7 @@ def write_report(rs, out: str | Path = "report", *, source: str = "", error: str
         for table in tables.get(slug, []):
             section.add("table", table)
         for item in figures_by_family.get(slug, []):
-            what = metric_label(item.metric, family.fixed)
+            what = metric_label(item.metric, family.fixed, task=family.task)
             if item.parameter_sweep:
                 what += f" over {item.parameter_sweep}"
             section.add("img", item.paths[0], out, f"{heading}: {what}")
@@ -247,11 +247,16 @@ def write_report(rs, out: str | Path = "report", *, source: str = "", error: str
         if not compared.empty:
             for src, group in compared.groupby("source", sort=True):
                 view = group.drop(columns=["source", "dataset"]).copy()
-                view["metric"] = [metric_label(m) for m in view["metric"]]
+                view["metric"] = [metric_label(m, task=family.task) for m in view["metric"]]
                 section.add("simple", f"Published numbers beside ours — {src} ({family.dataset}); "
                                       "'printed' is the paper's name, 'display' ours", view)
         section.add("simple", "Provenance: algorithm settings and versions", _versions(rs, family.experiments))
         section.add("simple", "Provenance: experiments", _provenance(rs, family.experiments))
+        runs = [dict(record, experiment=exp) for exp in family.experiments for record in sessions(rs, exp)]
+        if runs:
+            view = pd.DataFrame(runs).map(lambda v: ", ".join(f"{k}={w}" for k, w in v.items())
+                                          if isinstance(v, dict) else v)
+            section.add("simple", "Provenance: run sessions (code revision, library versions, host, times)", view)
         sections.append(section)
     found = comparisons(rs, metrics)
     if found:
@@ -348,7 +353,7 @@ p{max-width:60rem}
 table{border-collapse:collapse;font-size:.85rem}
 p.caption{font-size:.85rem;color:#333;margin:.2rem 0 .35rem;max-width:60rem}
 td,th{border-bottom:1px solid var(--line);padding:.2rem .55rem;text-align:right;white-space:nowrap}
-tbody th,td:first-child{text-align:left}
+tbody th,td:first-child,td.text{text-align:left}
 thead th{background:#eef0f3;cursor:pointer;user-select:none;position:relative;padding-right:1.1rem}
 thead th::after{content:"\\21C5";position:absolute;right:.25rem;color:#999;font-size:.75em}
 thead th[aria-sort=ascending]::after{content:"\\25B2";color:var(--accent)}
@@ -452,8 +457,10 @@ def _simple_html(caption: str, frame: pd.DataFrame) -> str:
                 number = float(value) if not isinstance(value, bool) and str(value).strip() != "" else None
             except (TypeError, ValueError):
                 number = None
-            sort = f" data-sort='{number:.12g}'" if number is not None and np.isfinite(number) else ""
-            cells.append(f"<td{sort}>{html.escape(str(value))}</td>")
+            if number is not None and np.isfinite(number):
+                cells.append(f"<td data-sort='{number:.12g}'>{html.escape(str(value))}</td>")
+            else:
+                cells.append(f"<td class='text'>{html.escape(str(value))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (f"<div class='scroll'><p class='caption'>{html.escape(caption)}</p><table class='sortable'>"
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")

@@ -264,12 +264,11 @@ def experiment_table(rs, family: Family, metrics: list[str] | None = None,
     names = {(exp, d): labels[d] + columns[exp] for exp, d in keys}
     chosen = [m for m in _metric_order(frame["metric"].unique()) if metrics is None or m in metrics]
     policy = fold_policy(rs, next(iter(columns)))
-    planned = {exp: planned_folds(rs, exp) for exp in columns}
     rows, cells, folds, marks = [], {}, set(), Marks(policy)
     for metric in chosen:
-        info = metric_info(metric)
-        scale = metric_scale(metric)
-        row = f"{metric_label(metric, family.fixed)} {'↓' if info.better == 'lower' else '↑'}"
+        info = metric_info(metric, family.task)
+        scale = metric_scale(metric, family.task)
+        row = f"{metric_label(metric, family.fixed, task=family.task)} {'↓' if info.better == 'lower' else '↑'}"
         rows.append(row)
         mine, per_fold = {}, {}
         for exp, display in keys:
@@ -277,7 +276,7 @@ def experiment_table(rs, family: Family, metrics: list[str] | None = None,
             if part.empty:
                 continue
             per_fold[(exp, display)] = _per_fold(part, scale)
-            mine[(exp, display)] = _cell(per_fold[(exp, display)], info.percent, planned[exp])
+            mine[(exp, display)] = _cell(per_fold[(exp, display)], info.percent, planned_folds(rs, exp, display))
             folds.add(mine[(exp, display)].folds)
         marks.add(mark_best(mine, per_fold, info.better, policy))
         cells.update({(row, names[k]): c for k, c in mine.items()})
@@ -328,28 +327,27 @@ def sweep_tables(rs, family: Family, metrics: list[str] | None = None) -> list[T
     frame = rs.frame[rs.frame["experiment"].isin(family.experiments)]
     displays = display_order(rs, frame["display"].unique())
     labels = legend_labels(rs, displays)
-    xlabel, xscale = setting_label(family.setting)
+    xlabel, xscale = setting_label(family.setting, family.task)
     columns = {exp: _fmt_value(round(float(v) * xscale, 6)) for exp, v in family.experiments.items()}
     out = []
     for metric in [m for m in _metric_order(frame["metric"].unique()) if metrics is None or m in metrics]:
-        info = metric_info(metric)
-        scale = metric_scale(metric)
+        info = metric_info(metric, family.task)
+        scale = metric_scale(metric, family.task)
         cells, folds, marks = {}, set(), Marks()
         for exp, column in columns.items():
             mine, per_fold = {}, {}
-            planned = planned_folds(rs, exp)
             for display in displays:
                 part = frame[(frame["experiment"] == exp) & (frame["display"] == display) & (frame["metric"] == metric)]
                 if part.empty:
                     continue
                 per_fold[display] = _per_fold(part, scale)
-                mine[display] = _cell(per_fold[display], info.percent, planned)
+                mine[display] = _cell(per_fold[display], info.percent, planned_folds(rs, exp, display))
                 folds.add(mine[display].folds)
             marks.add(mark_best(mine, per_fold, info.better, fold_policy(rs, exp)))
             cells.update({(labels[d], column): c for d, c in mine.items()})
         sub = family.subtitle()
         caption = (f"{family.dataset}, {family.task}{' (' + sub + ')' if sub else ''}: "
-                   f"{metric_label(metric, family.fixed)}, {info.better} is better, by {xlabel.lower()}. "
+                   f"{metric_label(metric, family.fixed, task=family.task)}, {info.better} is better, by {xlabel.lower()}. "
                    + _caption_tail(folds, marks, _incomplete(cells)))
         out.append(Table(f"{family.slug()}_{metric}", caption, "algorithm", [labels[d] for d in displays],
                          list(dict.fromkeys(columns.values())), cells))
@@ -386,25 +384,24 @@ def dataset_tables(rs, metrics: list[str] | None = None) -> list[Table]:
         displays = display_order(rs, frame["display"].unique())
         labels = legend_labels(rs, displays)
         for metric in [m for m in _metric_order(frame["metric"].unique()) if metrics is None or m in metrics]:
-            info = metric_info(metric)
-            scale = metric_scale(metric)
+            info = metric_info(metric, task)
+            scale = metric_scale(metric, task)
             cells, folds, rows, marks = {}, set(), [], Marks()
             for exp, dataset in sorted(exps.items(), key=lambda kv: kv[1]):
                 rows.append(dataset)
                 mine, per_fold = {}, {}
-                planned = planned_folds(rs, exp)
                 for display in displays:
                     part = frame[(frame["experiment"] == exp) & (frame["display"] == display)
                                  & (frame["metric"] == metric)]
                     if part.empty:
                         continue
                     per_fold[display] = _per_fold(part, scale)
-                    mine[display] = _cell(per_fold[display], info.percent, planned)
+                    mine[display] = _cell(per_fold[display], info.percent, planned_folds(rs, exp, display))
                     folds.add(mine[display].folds)
                 marks.add(mark_best(mine, per_fold, info.better, fold_policy(rs, exp)))
                 cells.update({(dataset, labels[d]): c for d, c in mine.items()})
             sub = members[0].subtitle()
-            caption = (f"{task}{' (' + sub + ')' if sub else ''}: {metric_label(metric, members[0].fixed)}, "
+            caption = (f"{task}{' (' + sub + ')' if sub else ''}: {metric_label(metric, members[0].fixed, task=task)}, "
                        f"{info.better} is better, per dataset. " + _caption_tail(folds, marks, _incomplete(cells)))
             name = f"{task}_across-datasets_{metric}" + (f"_{members[0].slug().split('_', 2)[-1]}" if sub else "")
             out.append(Table(name, caption, "dataset", rows, [labels[d] for d in displays], cells))
@@ -427,8 +424,8 @@ def rank_tables(rs, metrics: list[str] | None = None, alpha: float = ALPHA) -> l
     out = []
     for comparison in comparisons(rs, metrics, alpha):
         f = comparison.friedman
-        info = metric_info(comparison.metric)
-        scale = metric_scale(comparison.metric)
+        info = metric_info(comparison.metric, comparison.task)
+        scale = metric_scale(comparison.metric, comparison.task)
         holm = f.holm_against().set_index("algorithm")
         best = f.average_ranks.index[0]
         columns = list(comparison.datasets) + ["average rank", f"Holm p vs {best}"]
