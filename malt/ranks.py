@@ -61,7 +61,7 @@ class Comparison:
                      "settings joined by a bar do not differ significantly.")
         else:
             text += (f"The Friedman test does not reject equal ranks at α = {alpha:g} "
-                     f"({f.p_value_kind} p = {_p(f.p_value)}), so no post-hoc difference is claimed "
+                     f"({f.p_value_kind} {_p(f.p_value)}), so no post-hoc difference is claimed "
                      f"(CD = {f.critical_difference:.2f} shown for scale).")
         if self.dropped:
             text += f" Left out (missing on some dataset): {', '.join(self.dropped)}."

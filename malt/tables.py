@@ -139,7 +139,9 @@ def _md_cell(cell: Cell | None) -> str:
 def _tex(text: str) -> str:
     for a, b in [("\\", "\\textbackslash{}"), ("&", "\\&"), ("%", "\\%"), ("_", "\\_"), ("#", "\\#"),
                  ("$", "\\$"), ("{", "\\{"), ("}", "\\}"), ("±", "$\\pm$"), (DAGGER, "$^\\dagger$"),
-                 ("·", "$\\cdot$"), ("≥", "$\\geq$"), ("×", "$\\times$")]:
+                 ("·", "$\\cdot$"), ("≥", "$\\geq$"), ("×", "$\\times$"), ("χ²\\_F", "$\\chi^2_F$"),
+                 ("F\\_F", "$F_F$"), ("α", "$\\alpha$"), ("∞", "$\\infty$"), ("ρ", "$\\rho$"), ("–", "--"),
+                 ("↓", "$\\downarrow$"), ("↑", "$\\uparrow$"), ("Š", "\\v{S}"), ("š", "\\v{s}")]:
         text = text.replace(a, b)
     return text
 
