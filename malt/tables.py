@@ -414,13 +414,13 @@ def _incomplete(cells: dict) -> bool:
     return any(c.planned is not None and c.folds < c.planned for c in cells.values())
 
 
-def rank_tables(rs, metrics: list[str] | None = None, alpha: float = ALPHA) -> list[Table]:
+def rank_tables(rs, metrics: list[str] | None = None, alpha: float = ALPHA, control: str | None = None) -> list[Table]:
     """Average rank per algorithm setting over datasets, one table per task, option set and metric.
 
     Rows: the settings, best average rank first; columns: each dataset's rank (and the mean over
     folds it comes from), the average rank, and Holm's adjusted p-value against the best-ranked
-    setting. The caption carries the Friedman test (χ²_F, Iman–Davenport F_F, exact p where
-    enumerable) and the Nemenyi critical difference (Demšar 2006, §3.2.2)."""
+    setting (or ``control``). The caption carries the Friedman test (χ²_F, Iman–Davenport F_F, exact p
+    where enumerable) and the Nemenyi critical difference (Demšar 2006, §3.2.2)."""
     from malt.ranks import comparisons
 
     out = []
@@ -428,8 +428,9 @@ def rank_tables(rs, metrics: list[str] | None = None, alpha: float = ALPHA) -> l
         f = comparison.friedman
         info = metric_info(comparison.metric, comparison.task)
         scale = metric_scale(comparison.metric, comparison.task)
-        holm = f.holm_against().set_index("algorithm")
-        best = f.average_ranks.index[0]
+        chosen = control if control in f.average_ranks.index else None
+        best = chosen or f.average_ranks.index[0]
+        holm = f.holm_against(best).set_index("algorithm")
         columns = list(comparison.datasets) + ["average rank", f"Holm p vs {best}"]
         cells = {}
         for algo in f.average_ranks.index:
@@ -450,8 +451,10 @@ def rank_tables(rs, metrics: list[str] | None = None, alpha: float = ALPHA) -> l
                                                   label=f"{p:.3f}" + (" *" if rejected else ""))
         caption = (f"{comparison.title()}: rank per dataset (mean over folds in parentheses) and average rank. "
                    + comparison.caption()
-                   + f" Holm: adjusted p-values of the step-down procedure against {best}; * rejects equal ranks "
-                     f"at α = {alpha:g} (only when the Friedman test rejects). Bold: best rank.")
+                   + f" Holm: adjusted p-values of the step-down procedure against {best}"
+                   + ("" if chosen else " (the best-ranked setting: a control picked after seeing the ranks makes "
+                                        "these p-values optimistic; name one in advance for a confirmatory test)")
+                   + f"; * rejects equal ranks at α = {alpha:g} (only when the Friedman test rejects). Bold: best rank.")
         out.append(Table(comparison.slug() + "_ranks", caption, "algorithm", list(f.average_ranks.index), columns,
                          cells))
     return out

@@ -32,6 +32,7 @@ def repo(tmp_path_factory):
 
 def test_sweep_figures_have_labels_legend_and_error_bars(repo, tmp_path):
     from malt import plotting
+    from malt.describe import setting_label
 
     rs = ResultSet.load(repo)
     outputs = plotting.plot_all(rs, tmp_path / "figs", metrics=["one_error", "average_precision"], keep=True)
@@ -45,7 +46,7 @@ def test_sweep_figures_have_labels_legend_and_error_bars(repo, tmp_path):
             assert all(p.stat().st_size > 5000 for p in item.paths)
         one_error = next(o for o in sweeps if o.metric == "one_error")
         ax = one_error.figure.axes[0]
-        assert ax.get_xlabel() == "Hidden entries (%)"
+        assert ax.get_xlabel() == setting_label("multilabel", "missing")[0] and ax.get_xlabel().endswith(" (%)")
         assert ax.get_ylabel() == "One-error (%), lower is better\nmean ± std over 3 folds"
         assert "synthetic-multilabel" in ax.get_title(loc="left")
         assert [t.get_text() for t in ax.get_legend().get_texts()] == ["mllr", "mlsvm"]

@@ -156,3 +156,13 @@ def test_wilcoxon_smallest_p_values_and_the_policy_minimum():
     assert st.FoldTestPolicy.for_protocol(None).test == "Wilcoxon"
     policy = st.FoldTestPolicy.for_protocol(0.25)
     assert (policy.test, policy.min_folds) == ("corrected t", st.MIN_FOLDS)
+
+
+def test_the_protocols_test_train_ratio():
+    from malt.describe import test_train_ratio
+
+    assert test_train_ratio("multilabel", {"folds": 5, "split": "cv"}) == pytest.approx(1 / 4)
+    assert test_train_ratio("semisupervised", {"folds": 10}) == pytest.approx(1 / 9)
+    assert test_train_ratio("missing", {"missing": 0.2, "folds": 5}) == pytest.approx(0.2 / 0.8)
+    assert test_train_ratio("ratings", {"train_fraction": 0.7, "runs": 5}) == pytest.approx(0.3 / 0.7)
+    assert test_train_ratio("multilabel", {"split": "given", "repeats": 10}) is None  # runs share one split
