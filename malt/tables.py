@@ -428,7 +428,10 @@ def rank_tables(rs, metrics: list[str] | None = None, alpha: float = ALPHA, cont
         f = comparison.friedman
         info = metric_info(comparison.metric, comparison.task)
         scale = metric_scale(comparison.metric, comparison.task)
-        chosen = control if control in f.average_ranks.index else None
+        if control is not None and control not in f.average_ranks.index:
+            raise MaltError(f"--control {control}: not among the compared settings of {comparison.title()} "
+                            f"({', '.join(f.average_ranks.index)}).")
+        chosen = control
         best = chosen or f.average_ranks.index[0]
         holm = f.holm_against(best).set_index("algorithm")
         columns = list(comparison.datasets) + ["average rank", f"Holm p vs {best}"]
