@@ -2,10 +2,17 @@
 
 Experiments are grouped into *families*: the same dataset and task with the same task options
 except one swept setting (the task's ``settings``: missing fraction, labelled points, ...). Each
-family and metric gives one figure: the mean over folds with error bars (std or a 95 % t-interval),
-one line per algorithm setting. A family with a single setting gives a bar chart instead. Colours
-and markers are a deterministic function of the algorithm name, so an algorithm looks the same in
-every figure malt draws.
+family and metric gives one figure: the mean over folds with error bars (std or a 95 % t-interval,
+named with the number of folds on the value axis), one line per algorithm setting, numeric settings
+on a numeric axis (logarithmic when they span a decade or more). A family with a single setting gives
+a bar chart, bars of one algorithm in numeric order of its parameters, and for every algorithm
+swept over a numeric parameter a line plot over that parameter, the other algorithms as reference
+lines.
+
+Colours are assigned per figure: no two series of a figure share a colour (Okabe–Ito's colour-blind
+safe colours first, then Paul Tol's muted ones) nor, up to twelve series, a marker. Each algorithm
+has a preferred slot, so it keeps its colour across figures unless another series of the same figure
+holds that slot.
 """
 from __future__ import annotations
 
@@ -18,60 +25,98 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from malt.describe import metric_info, metric_label, metric_order, planned_folds
+from malt.describe import setting_label as _declared_setting_label
 from malt.errors import MaltError
-from malt.tasks.base import METRICS, MetricInfo
 
-# Okabe–Ito colour-blind-safe colours first, then tab10 extras; fixed slots for malt's own algorithms.
-PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B",
-           "#7F7F7F", "#BCBD22", "#17BECF", "#9467BD"]
+# Okabe & Ito (2008) colour-blind-safe colours (their yellow left out: too faint on white), then Paul
+# Tol's "muted" scheme (also colour-blind safe; its pale sand and grey left out).
+PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
+           "#332288", "#999933", "#882255", "#44AA99", "#CC6677", "#88CCEE", "#AA4499", "#117733"]
 MARKERS = ["o", "s", "^", "D", "v", "X", "P", "<", ">", "p", "h", "*"]
 KNOWN = ["bmr", "pma-gibbs", "mlknn", "iblr", "ccml", "mllr", "mlsvm", "pmf", "pma-map", "pma-exact", "ilmc",
          "gpr", "column-mean", "gf", "mwem", "lnp", "lgc", "tikreg", "ck", "ltsalp", "gptm", "lda"]
 LINESTYLES = ["-", "--", ":", "-."]
-HATCHES = [None, "////", "....", "xxxx"]  # bars: the k-th setting of an algorithm
 WIDTH_IN = 3.5  # single column
 HEIGHT_IN = 2.5
 
-SETTING_LABELS = {
-    "missing": ("Hidden entries", 100.0, "%"),
-    "labeled": ("Labelled training points", 1.0, ""),
-    "complete_rows": ("Fully observed rows", 1.0, ""),
-}
+
+
+def _preferred_slot(name: str) -> int:
+    if name in KNOWN:
+        return KNOWN.index(name)
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
 
 
 def algorithm_style(name: str) -> dict:
-    """Colour and marker of an algorithm: fixed slots for known names, else from a hash of the name."""
-    if name in KNOWN:
-        slot = KNOWN.index(name)
-        colour = PALETTE[slot % len(PALETTE)]
-        marker = MARKERS[(slot + slot // len(PALETTE)) % len(MARKERS)]
-    else:
-        digest = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
-        colour = PALETTE[digest % len(PALETTE)]
-        marker = MARKERS[(digest // len(PALETTE)) % len(MARKERS)]
-    return {"color": colour, "marker": marker}
+    """The preferred colour and marker of an algorithm (what it gets when its figure has no clash)."""
+    slot = _preferred_slot(name)
+    return {"color": PALETTE[slot % len(PALETTE)], "marker": MARKERS[slot % len(MARKERS)]}
 
 
-def metric_info(name: str) -> MetricInfo:
-    from malt.tasks import tasks
+def _extra_colours(n: int) -> list[str]:
+    """Beyond the palette: evenly spaced hues (distinct, no longer colour-blind safe; markers help)."""
+    import colorsys
 
-    tasks()  # registers every task's metric descriptions
-    return METRICS.get(name) or MetricInfo(name, name.replace("_", " "), "lower", False)
-
-
-def metric_axis_label(name: str) -> str:
-    info = metric_info(name)
-    unit = " (%)" if info.percent else ""
-    return f"{info.label}{unit}\n({info.better} is better)"
+    return ["#%02X%02X%02X" % tuple(int(255 * c) for c in colorsys.hsv_to_rgb(i / n, 0.75, 0.7)) for i in range(n)]
 
 
-def metric_scale(name: str) -> float:
-    return 100.0 if metric_info(name).percent else 1.0
+def assign_styles(series: list[tuple[str, str]]) -> dict[str, dict]:
+    """Colour and marker per series (display) of one figure, given as (algorithm, display) pairs.
+
+    Every series gets its own colour; markers differ too while there are markers left. A series
+    takes its algorithm's preferred slot when free, else the next free one, so styles are stable
+    across figures that show the same algorithms. Second and later settings of one algorithm are
+    drawn with dashed/dotted lines and open markers as well."""
+    colours = list(PALETTE)
+    if len(series) > len(colours):
+        colours += [c for c in _extra_colours(len(series)) if c not in colours]
+    used_colours: set[int] = set()
+    used_markers: set[int] = set()
+    styles, seen = {}, {}
+    for algorithm, display in series:
+        slot = _preferred_slot(algorithm)
+        c = slot % len(colours)
+        while c in used_colours:
+            c = (c + 1) % len(colours)
+        used_colours.add(c)
+        m = slot % len(MARKERS)
+        if len(used_markers) < len(MARKERS):
+            while m in used_markers:
+                m = (m + 1) % len(MARKERS)
+        used_markers.add(m)
+        nth = seen.get(algorithm, 0)
+        seen[algorithm] = nth + 1
+        styles[display] = {"color": colours[c], "marker": MARKERS[m], "linestyle": LINESTYLES[nth % len(LINESTYLES)]}
+    return styles
 
 
-def setting_label(setting: str) -> tuple[str, float]:
-    label, scale, unit = SETTING_LABELS.get(setting, (setting.replace("_", " ").capitalize(), 1.0, ""))
-    return (f"{label} ({unit})" if unit else label), scale
+def metric_axis_label(name: str, options: dict | None = None, error: str | None = None,
+                      folds: tuple[int, int] | None = None, task: str | None = None) -> str:
+    """'One-error (%), lower is better' and, with ``error``, a second line saying what the error
+    bars are and over how many folds: 'mean ± std over 5 folds'."""
+    info = metric_info(name, task)
+    text = f"{metric_label(name, options, task=task)}, {info.better} is better"
+    if error is not None:
+        text += "\n" + error_description(error, folds)
+    return text
+
+
+def error_description(error: str, folds: tuple[int, int] | None) -> str:
+    what = {"std": "mean ± std", "ci": "mean ± 95% t-interval"}.get(error, error)
+    if not folds:
+        return what
+    lo, hi = folds
+    n = f"{lo}" if lo == hi else f"{lo}–{hi}"
+    return f"{what} over {n} fold{'s' if hi != 1 else ''}"
+
+
+def metric_scale(name: str, task: str | None = None) -> float:
+    return 100.0 if metric_info(name, task).percent else 1.0
+
+
+def setting_label(setting: str, task: str | None = None) -> tuple[str, float]:
+    return _declared_setting_label(task, setting)
 
 
 # ---- families ----------------------------------------------------------------------------------
@@ -245,17 +290,56 @@ def error_half_width(values: np.ndarray, error: str) -> float:
 
 
 def family_summary(rs, family: Family, metric: str, error: str = "std") -> pd.DataFrame:
-    """Per display (and setting value): algorithm, mean, err, folds — in display units."""
+    """Per display (and setting value): algorithm, mean, err, folds, planned — in display units."""
     frame = rs.frame
     frame = frame[frame["experiment"].isin(family.experiments) & (frame["metric"] == metric)]
-    scale = metric_scale(metric)
+    scale = metric_scale(metric, family.task)
     rows = []
     for (exp, display), group in frame.groupby(["experiment", "display"], sort=True):
         values = group["value"].to_numpy(dtype=float) * scale
         rows.append({"experiment": exp, "setting": family.experiments[exp], "display": display,
                      "algorithm": group["algorithm"].iloc[0], "mean": float(np.nanmean(values)),
-                     "err": error_half_width(values, error), "folds": int(np.isfinite(values).sum())})
-    return pd.DataFrame(rows, columns=["experiment", "setting", "display", "algorithm", "mean", "err", "folds"])
+                     "err": error_half_width(values, error), "folds": int(np.isfinite(values).sum()),
+                     "planned": planned_folds(rs, exp, display)})
+    return pd.DataFrame(rows, columns=["experiment", "setting", "display", "algorithm", "mean", "err", "folds",
+                                       "planned"])
+
+
+def fold_range(summary: pd.DataFrame) -> tuple[int, int] | None:
+    if summary.empty:
+        return None
+    return int(summary["folds"].min()), int(summary["folds"].max())
+
+
+def incomplete_suffix(summary: pd.DataFrame, display: str) -> str:
+    """' (3/5 folds)' when a series has fewer folds than its experiment plans, else ''."""
+    part = summary[summary["display"] == display]
+    short = part[part["planned"].notna() & (part["folds"] < part["planned"])]
+    if short.empty:
+        return ""
+    row = short.iloc[0]
+    return f" ({int(row['folds'])}/{int(row['planned'])} folds)"
+
+
+def _sort_value(value):
+    """Sort key of a parameter value: numbers numerically, then everything else as text."""
+    value = _clean(value)
+    if _missing(value):
+        return (0, 0.0, "")
+    if isinstance(value, bool):
+        return (1, float(value), "")
+    try:
+        return (1, float(value), "")
+    except (TypeError, ValueError):
+        return (2, 0.0, str(value))
+
+
+def display_order(rs, displays) -> list[str]:
+    """Displays by algorithm, then by their parameter values in numeric order (C=0.01 before C=1)."""
+    frame = rs.frame.drop_duplicates("display").set_index("display")
+    params = sorted(c for c in frame.columns if c.startswith("param."))
+    return sorted(displays, key=lambda d: (frame.loc[d, "algorithm"],
+                                           tuple(_sort_value(frame.loc[d, c]) for c in params), d))
 
 
 def legend_labels(rs, displays: list[str]) -> dict[str, str]:
@@ -278,6 +362,26 @@ def legend_labels(rs, displays: list[str]) -> dict[str, str]:
     return out
 
 
+def numeric_sweeps(rs, family: Family) -> dict[str, list[str]]:
+    """Parameter -> the algorithms of a single experiment whose settings take three or more numeric
+    values of it: each parameter gets a line plot over its values."""
+    frame = rs.frame[rs.frame["experiment"].isin(family.experiments)].drop_duplicates("display")
+    params = [c for c in frame.columns if c.startswith("param.")]
+    out: dict[str, list[str]] = {}
+    for algo, group in frame.groupby("algorithm", sort=True):
+        for column in params:
+            values = [_clean(v) for v in group[column]]
+            if any(_missing(v) or isinstance(v, (bool, np.bool_)) for v in values):
+                continue
+            try:
+                numbers = {round(float(v), 12) for v in values}
+            except (TypeError, ValueError):
+                continue
+            if len(numbers) >= 3:
+                out.setdefault(column[6:], []).append(algo)
+    return out
+
+
 # ---- drawing -------------------------------------------------------------------------------------
 def _style_matplotlib():
     import matplotlib
@@ -294,13 +398,16 @@ def _style_matplotlib():
     return plt
 
 
-def _line_styles(summary: pd.DataFrame) -> dict[str, dict]:
-    styles = {}
-    for algo, group in summary.groupby("algorithm", sort=True):
-        base = algorithm_style(algo)
-        for i, display in enumerate(sorted(group["display"].unique())):
-            styles[display] = dict(base, linestyle=LINESTYLES[i % len(LINESTYLES)])
-    return styles
+def _line_styles(rs, summary: pd.DataFrame) -> dict[str, dict]:
+    order = display_order(rs, summary["display"].unique())
+    algorithm = summary.drop_duplicates("display").set_index("display")["algorithm"]
+    return assign_styles([(algorithm[d], d) for d in order])
+
+
+def _log_axis(values) -> bool:
+    """Positive values spanning a decade or more read better on a logarithmic axis."""
+    values = sorted(values)
+    return len(values) > 2 and values[0] > 0 and values[-1] / values[0] >= 10
 
 
 def _title(ax, family: Family):
@@ -318,67 +425,124 @@ def _legend(ax, handles, labels):
               handlelength=2.2, columnspacing=1.2)
 
 
-def plot_sweep(rs, family: Family, metric: str, error: str = "std"):
-    """Line plot of one family and metric; returns the matplotlib Figure."""
-    plt = _style_matplotlib()
-    summary = family_summary(rs, family, metric, error)
-    xlabel, xscale = setting_label(family.setting)
-    fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN))
-    styles = _line_styles(summary)
-    labels = legend_labels(rs, sorted(summary["display"].unique()))
-    xs_all = sorted({float(v) * xscale for v in summary["setting"]})
-    # settings spanning an order of magnitude (50 ... 1600 labelled rows) read better on a log axis
-    logx = len(xs_all) > 2 and xs_all[0] > 0 and xs_all[-1] / xs_all[0] >= 8
+def _numeric_axis(ax, xs_all, axis="x"):
+    """Ticks at the values, log scale when they span decades; returns the to/from axis transforms."""
+    logx = _log_axis(xs_all)
     to_axis, from_axis = (np.log, np.exp) if logx else (lambda v: v, lambda v: v)
     lo, hi = to_axis(np.array(xs_all[0])), to_axis(np.array(xs_all[-1]))
     span = (hi - lo) if len(xs_all) > 1 else 1.0
-    order = sorted(summary["display"].unique(), key=lambda d: (summary.loc[summary.display == d, "algorithm"].iloc[0], d))
-    dodge = 0.012 * span
-    handles = []
-    for i, display in enumerate(order):
-        part = summary[summary["display"] == display].sort_values("setting")
-        offset = (i - (len(order) - 1) / 2) * dodge  # keeps overlapping error bars apart
-        x = from_axis(to_axis(part["setting"].astype(float).to_numpy() * xscale) + offset)
-        h = ax.errorbar(x, part["mean"].to_numpy(dtype=float), yerr=part["err"].to_numpy(dtype=float), label=labels[display], elinewidth=0.9,
-                        markeredgewidth=0.6, markerfacecolor="white" if styles[display]["linestyle"] != "-" else None,
-                        **styles[display])
-        handles.append(h)
     if logx:
         ax.set_xscale("log")
         ax.minorticks_off()
     ax.set_xticks(xs_all)
     ax.set_xticklabels([_fmt_value(round(x, 6)) for x in xs_all])
     ax.set_xlim(from_axis(lo - 0.08 * span), from_axis(hi + 0.08 * span))
+    return to_axis, from_axis, span
+
+
+def plot_sweep(rs, family: Family, metric: str, error: str = "std"):
+    """Line plot of one family and metric; returns the matplotlib Figure."""
+    plt = _style_matplotlib()
+    summary = family_summary(rs, family, metric, error)
+    xlabel, xscale = setting_label(family.setting, family.task)
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN))
+    styles = _line_styles(rs, summary)
+    order = display_order(rs, summary["display"].unique())
+    labels = legend_labels(rs, order)
+    xs_all = sorted({float(v) * xscale for v in summary["setting"]})
+    to_axis, from_axis, span = _numeric_axis(ax, xs_all)
+    dodge = 0.012 * span
+    handles = []
+    for i, display in enumerate(order):
+        part = summary[summary["display"] == display].sort_values("setting")
+        offset = (i - (len(order) - 1) / 2) * dodge  # keeps overlapping error bars apart
+        x = from_axis(to_axis(part["setting"].astype(float).to_numpy() * xscale) + offset)
+        h = ax.errorbar(x, part["mean"].to_numpy(dtype=float), yerr=part["err"].to_numpy(dtype=float),
+                        label=labels[display], elinewidth=0.9, markeredgewidth=0.6,
+                        markerfacecolor="white" if styles[display]["linestyle"] != "-" else None, **styles[display])
+        handles.append(h)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(metric_axis_label(metric))
+    ax.set_ylabel(metric_axis_label(metric, family.fixed, error, fold_range(summary), family.task))
     ax.grid(True, axis="y", linewidth=0.4, alpha=0.5)
     _title(ax, family)
-    _legend(ax, handles, [labels[d] for d in order])
+    _legend(ax, handles, [labels[d] + incomplete_suffix(summary, d) for d in order])
+    return fig
+
+
+def plot_param_sweep(rs, family: Family, metric: str, parameter: str, algorithms: list[str],
+                     error: str = "std"):
+    """One experiment: ``metric`` over the numeric ``parameter`` for each of ``algorithms`` (one line
+    per combination of an algorithm's other varying parameters); every other setting of the
+    experiment is a dashed horizontal line at its mean."""
+    plt = _style_matplotlib()
+    summary = family_summary(rs, family, metric, error)
+    frame = rs.frame[rs.frame["experiment"].isin(family.experiments)].drop_duplicates("display").set_index("display")
+    column = f"param.{parameter}"
+    swept = [d for d in summary["display"] if frame.loc[d, "algorithm"] in algorithms]
+    others = [d for d in display_order(rs, summary["display"].unique()) if d not in swept]
+    params = [c for c in frame.columns if c.startswith("param.") and c != column]
+    lines: dict[tuple, list[str]] = {}
+    for algo in algorithms:
+        mine = [d for d in swept if frame.loc[d, "algorithm"] == algo]
+        varying = [c for c in params if len({repr(_clean(frame.loc[d, c])) for d in mine}) > 1]
+        for d in mine:
+            key = (algo, tuple(f"{c[6:]}={_fmt_value(_clean(frame.loc[d, c]))}" for c in varying),
+                   tuple(_sort_value(frame.loc[d, c]) for c in varying))
+            lines.setdefault(key, []).append(d)
+    keys = sorted(lines, key=lambda k: (k[0], k[2]))
+    line_names = {k: f"{k[0]} ({', '.join(k[1])})" if k[1] else k[0] for k in keys}
+    styles = assign_styles([(k[0], line_names[k]) for k in keys] + [(frame.loc[d, "algorithm"], d) for d in others])
+    labels = legend_labels(rs, others)
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN))
+    xs_all = sorted({float(_clean(frame.loc[d, column])) for d in swept})
+    to_axis, from_axis, span = _numeric_axis(ax, xs_all)
+    handles, names = [], []
+    for i, key in enumerate(keys):
+        part = summary[summary["display"].isin(lines[key])].copy()
+        part["x"] = [float(_clean(frame.loc[d, column])) for d in part["display"]]
+        part = part.sort_values("x")
+        offset = (i - (len(keys) - 1) / 2) * 0.012 * span  # keeps overlapping error bars apart
+        h = ax.errorbar(from_axis(to_axis(part["x"].to_numpy()) + offset), part["mean"].to_numpy(dtype=float), yerr=part["err"].to_numpy(dtype=float),
+                        elinewidth=0.9, markeredgewidth=0.6, **dict(styles[line_names[key]], linestyle="-"))
+        handles.append(h)
+        short = [incomplete_suffix(summary, d) for d in part["display"]]
+        names.append(line_names[key] + next((t for t in short if t), ""))
+    lo, hi = ax.get_xlim()
+    for d in others:
+        row = summary[summary["display"] == d].iloc[0]
+        handles.append(ax.axhline(row["mean"], color=styles[d]["color"], linestyle="--", linewidth=1.0))
+        names.append(f"{labels[d]} (mean){incomplete_suffix(summary, d)}")
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel(parameter if len(algorithms) > 1 else f"{algorithms[0]}: {parameter}")
+    ax.set_ylabel(metric_axis_label(metric, family.fixed, error,
+                                    fold_range(summary[summary["display"].isin(swept)]), family.task))
+    ax.grid(True, axis="y", linewidth=0.4, alpha=0.5)
+    _title(ax, family)
+    _legend(ax, handles, names)
     return fig
 
 
 def plot_bars(rs, family: Family, metric: str, error: str = "std"):
-    """Horizontal bar chart of one experiment and metric (one bar per algorithm setting)."""
+    """Horizontal bar chart of one experiment and metric (one bar per algorithm setting, settings of
+    one algorithm in numeric order of their parameters)."""
     plt = _style_matplotlib()
     summary = family_summary(rs, family, metric, error)
-    summary = summary.sort_values(["algorithm", "display"]).reset_index(drop=True)
-    labels = legend_labels(rs, list(summary["display"]))
-    styles = _line_styles(summary)
+    order = display_order(rs, summary["display"].unique())
+    summary = summary.set_index("display").loc[order].reset_index()
+    labels = legend_labels(rs, order)
+    styles = _line_styles(rs, summary)
     height = max(1.4, 0.8 + 0.26 * len(summary))
     fig, ax = plt.subplots(figsize=(WIDTH_IN, height))
     y = np.arange(len(summary))[::-1]
     colours = [styles[d]["color"] for d in summary["display"]]
-    hatches = [HATCHES[LINESTYLES.index(styles[d]["linestyle"])] for d in summary["display"]]
-    bars = ax.barh(y, summary["mean"].to_numpy(dtype=float), height=0.65, color=colours, alpha=0.55,
-                   edgecolor=colours, linewidth=0.8)
-    for bar, hatch in zip(bars, hatches):
-        bar.set_hatch(hatch)
+    ax.barh(y, summary["mean"].to_numpy(dtype=float), height=0.65, color=colours, alpha=0.55,
+            edgecolor=colours, linewidth=0.8)
     # error bars drawn separately so they stay opaque over the translucent bars
     ax.errorbar(summary["mean"].to_numpy(dtype=float), y, xerr=summary["err"].to_numpy(dtype=float), fmt="none",
                 ecolor="black", elinewidth=0.9, capsize=2.5)
     ax.set_yticks(y)
-    ax.set_yticklabels([labels[d] for d in summary["display"]])
-    ax.set_xlabel(metric_axis_label(metric).replace("\n", " "))
+    ax.set_yticklabels([labels[d] + incomplete_suffix(summary, d) for d in summary["display"]])
+    ax.set_xlabel(metric_axis_label(metric, family.fixed, error, fold_range(summary), family.task))
     ax.grid(True, axis="x", linewidth=0.4, alpha=0.5)
     ax.set_axisbelow(True)
     hi = float(np.nanmax(summary["mean"] + summary["err"])) if len(summary) else 1.0
@@ -393,6 +557,7 @@ class PlotOutput:
     metric: str
     figure: object  # matplotlib Figure (closed unless plot_all(keep=True))
     paths: list[Path]
+    parameter_sweep: str | None = None  # the algorithm parameter on the x axis of a parameter sweep
 
 
 def plot_all(rs, out: str | Path = "figures", *, error: str = "std", metrics: list[str] | None = None,
@@ -409,17 +574,22 @@ def plot_all(rs, out: str | Path = "figures", *, error: str = "std", metrics: li
     for family in families(rs):
         frame = rs.frame[rs.frame["experiment"].isin(family.experiments)]
         chosen = [m for m in _metric_order(frame["metric"].unique()) if metrics is None or m in metrics]
+        sweeps = {} if family.swept else numeric_sweeps(rs, family)
         for metric in chosen:
-            fig = plot_sweep(rs, family, metric, error) if family.swept else plot_bars(rs, family, metric, error)
-            stem = f"{family.slug()}_{metric}"
-            paths = []
-            for fmt in formats:
-                path = out / f"{stem}.{fmt}"  # not with_suffix: slugs hold dots (missing=0.2)
-                fig.savefig(path, dpi=200, bbox_inches="tight", metadata=_metadata(fmt))
-                paths.append(path)
-            if not keep:
-                plt.close(fig)
-            results.append(PlotOutput(family, metric, fig, paths))
+            drawings = [("", plot_sweep(rs, family, metric, error) if family.swept
+                         else plot_bars(rs, family, metric, error), None)]
+            drawings += [(f"_by-{_safe(parameter)}", plot_param_sweep(rs, family, metric, parameter, algos, error),
+                          parameter) for parameter, algos in sorted(sweeps.items())]
+            for suffix, fig, sweep in drawings:
+                stem = f"{family.slug()}{suffix}_{metric}"
+                paths = []
+                for fmt in formats:
+                    path = out / f"{stem}.{fmt}"  # not with_suffix: slugs hold dots (missing=0.2)
+                    fig.savefig(path, dpi=200, bbox_inches="tight", metadata=_metadata(fmt))
+                    paths.append(path)
+                if not keep:
+                    plt.close(fig)
+                results.append(PlotOutput(family, metric, fig, paths, sweep))
     return results
 
 
@@ -434,6 +604,5 @@ def _metadata(fmt: str) -> dict:
 
 def _metric_order(names) -> list[str]:
     """Metrics in registration order (the papers' order), unknown ones alphabetically after."""
-    metric_info("_")  # make sure metrics are registered
-    known = list(METRICS)
+    known = metric_order()
     return sorted(names, key=lambda n: (known.index(n) if n in known else len(known), n))

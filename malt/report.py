@@ -1,8 +1,13 @@
-"""`malt report`: one markdown and one HTML page with every table and figure of a result set.
+"""`malt report`: one markdown page and one self-contained HTML page with every table and figure.
 
-For each experiment family the page shows the task options and the algorithm settings and versions
-that produced it, its tables, its figures, and, where an experiment reproduces a published table
-(``malt/published/published.csv``), the published numbers beside ours.
+For each experiment family the page shows the task options, the provenance of its results (algorithm
+settings and versions, dataset hash, task version, hosts, seeds, fit time), its tables, its figures
+and, where an experiment reproduces a published table (``malt/published/*.csv``), the published
+numbers beside ours. Across datasets it shows critical-difference diagrams and average-rank tables.
+
+``report.html`` needs no server and no network: CSS and JavaScript are inline, figures are embedded
+as base64 PNG. A navigation pane groups the sections by task and dataset; every table sorts by a
+click on a column header and filters its rows by text.
 """
 from __future__ import annotations
 
@@ -15,8 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from malt.plotting import _fmt_value, families, metric_info, metric_scale, option_matches, plot_all
-from malt.tables import all_tables, dataset_tables, format_mean_std
+from malt.describe import metric_info, metric_label, planned_folds, provenance_columns, sessions
+from malt.plotting import _fmt_value, families, metric_scale, option_matches, plot_all
+from malt.tables import all_tables, dataset_tables, format_mean_std, rank_tables
 
 PUBLISHED_COLUMNS = ["source", "dataset", "task", "setting", "algorithm", "printed", "metric", "mean", "std",
                      "params"]
@@ -95,11 +101,12 @@ def comparison(rs, family_experiments=None, reference: pd.DataFrame | None = Non
                     break
                 part = part[np.array([option_matches(v, value) for v in part[column]], dtype=bool)]
             for display, group in part.groupby("display"):
-                values = group["value"].to_numpy(dtype=float) * metric_scale(ref["metric"])
+                values = group["value"].to_numpy(dtype=float) * metric_scale(ref["metric"], ref["task"])
                 std = float(values.std(ddof=1)) if len(values) > 1 else 0.0
                 rows.append({"source": ref["source"], "dataset": ref["dataset"], "setting": ref["setting"],
                              "printed": ref["printed"], "display": display, "metric": ref["metric"],
-                             "ours": format_mean_std(float(values.mean()), std, metric_info(ref["metric"]).percent),
+                             "ours": format_mean_std(float(values.mean()), std, metric_info(ref["metric"], ref["task"]).percent,
+                                                     len(values)),
                              "published": f"{ref['mean']} ± {ref['std']}" if ref["std"] else ref["mean"],
                              "difference": f"{values.mean() - float(ref['mean']):+.1f}", "folds": len(values)})
     return pd.DataFrame(rows, columns=["source", "dataset", "setting", "printed", "display", "metric", "ours",
@@ -108,6 +115,7 @@ def comparison(rs, family_experiments=None, reference: pd.DataFrame | None = Non
 
 # ---- page assembly -------------------------------------------------------------------------------
 def _versions(rs, experiments) -> pd.DataFrame:
+    """One line per algorithm setting: algorithm, version, non-default parameters, folds, fit seconds."""
     frame = rs.frame[rs.frame["experiment"].isin(experiments)]
     params = [c for c in frame.columns if c.startswith("param.")]
     rows = []
@@ -115,14 +123,85 @@ def _versions(rs, experiments) -> pd.DataFrame:
         first = group.iloc[0]
         values = ", ".join(f"{c[6:]}={_fmt_value(first[c])}" for c in params
                            if not (isinstance(first[c], float) and first[c] != first[c]))
+        units = group.drop_duplicates(["experiment", "fold"])
+        fit = units["fit_seconds"].astype(float) if "fit_seconds" in units else pd.Series(dtype=float)
         rows.append([first["algorithm"], first["version"] if "version" in group else "", values or "defaults",
-                     str(group["fold"].nunique())])
-    return pd.DataFrame(rows, columns=["algorithm", "version", "parameters", "folds"])
+                     str(group["fold"].nunique()), f"{fit.mean():.3g}" if fit.notna().any() else ""])
+    return pd.DataFrame(rows, columns=["algorithm", "version", "parameters", "folds", "fit seconds (mean)"])
+
+
+def _provenance(rs, experiments) -> pd.DataFrame:
+    """One line per experiment: what the spec and the stored units record about where results came from."""
+    rows = []
+    for exp in experiments:
+        spec = rs.specs.get(exp) or {}
+        units = rs.frame[rs.frame["experiment"] == exp].drop_duplicates(["display", "fold"])
+        planned = planned_folds(rs, exp)
+        row = {"experiment": exp, "dataset": spec.get("dataset", ""),
+               "dataset hash": str(spec.get("dataset_hash", ""))[:12],
+               "task version": str(spec.get("task_version", "")),
+               "created (UTC)": _utc(spec.get("created")),
+               "units stored": f"{len(units)}/{len(spec.get('plan', [])) * planned}" if planned and spec.get("plan")
+               else str(len(units))}
+        for column in provenance_columns(rs):
+            if column in ("version", "seed", "timestamp", "fit_seconds"):
+                continue
+            row[column.replace("_", " ")] = ", ".join(sorted({str(v) for v in units[column].dropna()}))
+        if "timestamp" in units and len(units):
+            row["last unit (UTC)"] = _utc(units["timestamp"].max())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _utc(stamp) -> str:
+    import datetime
+
+    try:
+        return datetime.datetime.fromtimestamp(float(stamp), datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    except (TypeError, ValueError, OverflowError, OSError):
+        return ""
+
+
+def _environment() -> pd.DataFrame:
+    import platform
+
+    import matplotlib
+    import numpy
+    import scipy
+
+    rows = [["malt", _malt_version()], ["Python", platform.python_version()], ["numpy", numpy.__version__],
+            ["scipy", scipy.__version__], ["pandas", pd.__version__], ["matplotlib", matplotlib.__version__]]
+    return pd.DataFrame(rows, columns=["package", "version that wrote this report"])
+
+
+class Section:
+    """One navigable part of the page: ``group`` (a task) › ``subgroup`` (a dataset) › ``title``."""
+
+    def __init__(self, anchor: str, group: str, subgroup: str, title: str):
+        self.anchor, self.group, self.subgroup, self.title = anchor, group, subgroup, title
+        self.blocks: list[tuple] = []
+
+    def add(self, *block) -> None:
+        self.blocks.append(block)
+
+
+def _anchor(text: str, taken: set) -> str:
+    import re
+
+    base = re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-").lower() or "section"
+    anchor, n = base, 2
+    while anchor in taken:
+        anchor, n = f"{base}-{n}", n + 1
+    taken.add(anchor)
+    return anchor
 
 
 def write_report(rs, out: str | Path = "report", *, source: str = "", error: str = "std",
                  metrics: list[str] | None = None) -> tuple[Path, Path]:
-    """Write ``out/report.md``, ``out/report.html`` and the figures in ``out/figures``; return both page paths."""
+    """Write ``out/report.md``, a self-contained ``out/report.html`` and the figures in ``out/figures``;
+    return both page paths."""
+    from malt.cd_diagram import plot_across_datasets
+    from malt.ranks import comparisons
 
     out = Path(out)
     figures_dir = out / "figures"
@@ -131,47 +210,89 @@ def write_report(rs, out: str | Path = "report", *, source: str = "", error: str
     for item in outputs:
         figures_by_family.setdefault(item.family.slug(), []).append(item)
     tables = {family.slug(): group for family, group in all_tables(rs, metrics)}
-    version = _malt_version()
-    blocks: list[tuple] = [("h", 1, "malt report" + (f": {source}" if source else "")),
-                           ("p", f"Generated by malt {version} from {len(rs.specs)} experiment(s). Error bars: "
-                                 + ("standard deviation over folds." if error == "std"
-                                    else "95 % Student-t interval of the mean over folds."))]
+    taken: set[str] = set()
+    about = Section(_anchor("about", taken), "About", "", "About this report")
+    about.add("p", f"Generated by malt {_malt_version()} from {len(rs.specs)} experiment(s)"
+                   + (f" in {source}" if source else "") + ". Error bars and ± : "
+                   + ("standard deviation over folds." if error == "std"
+                      else "95 % Student-t interval of the mean over folds."))
+    about.add("p", "Significance marks (†) compare each setting with the best one on the same folds: Nadeau & "
+                   "Bengio's corrected resampled t-test for cross-validation and random resampling (the overlap of "
+                   "training sets inflates the variance by n_test/n_train), a Wilcoxon signed-rank test over "
+                   "repeated runs on a fixed train/test split; no marks below 5 paired folds (6 runs). Across "
+                   "datasets: average ranks, the Friedman test and the Nemenyi critical difference (Demšar 2006).")
+    about.add("simple", "Software", _environment())
+    sections = [about]
     reference = published()
     for family in families(rs):
         slug = family.slug()
         heading = family.title() + (f" — by {family.setting}" if family.swept else "")
-        blocks.append(("h", 2, heading))
+        sub = family.subtitle()
+        section = Section(_anchor(slug, taken), family.task, family.dataset,
+                          (f"by {family.setting}" if family.swept else "single experiment") + (f" ({sub})" if sub else ""))
+        section.heading = heading
         options = ", ".join(f"{k}={_fmt_value(v)}" for k, v in sorted(family.fixed.items()))
-        blocks.append(("p", f"Task options: {options or 'defaults'}."
-                            + (f" Swept: {family.setting} = " + ", ".join(_fmt_value(v) for v in family.experiments.values())
-                               + "." if family.swept else "")
-                            + " Experiments: " + ", ".join(f"`{e}`" for e in family.experiments) + "."))
-        blocks.append(("simple", "Algorithm settings and versions", _versions(rs, family.experiments)))
+        section.add("p", f"Task options: {options or 'defaults'}."
+                         + (f" Swept: {family.setting} = " + ", ".join(_fmt_value(v) for v in family.experiments.values())
+                            + "." if family.swept else "")
+                         + " Experiments: " + ", ".join(f"`{e}`" for e in family.experiments) + ".")
         for table in tables.get(slug, []):
-            blocks.append(("table", table))
+            section.add("table", table)
         for item in figures_by_family.get(slug, []):
-            png = item.paths[0]
-            blocks.append(("img", os.path.relpath(png, out), f"{heading}: {metric_info(item.metric).label}"))
+            what = metric_label(item.metric, family.fixed, task=family.task)
+            if item.parameter_sweep:
+                what += f" over {item.parameter_sweep}"
+            section.add("img", item.paths[0], out, f"{heading}: {what}")
         compared = comparison(rs, set(family.experiments), reference)
         if not compared.empty:
             for src, group in compared.groupby("source", sort=True):
                 view = group.drop(columns=["source", "dataset"]).copy()
-                view["metric"] = [metric_info(m).label + (" (%)" if metric_info(m).percent else "")
-                                  for m in view["metric"]]
-                blocks.append(("simple", f"Published numbers beside ours — {src} ({family.dataset}); "
-                                         "'printed' is the paper's name, 'display' ours", view))
+                view["metric"] = [metric_label(m, task=family.task) for m in view["metric"]]
+                section.add("simple", f"Published numbers beside ours — {src} ({family.dataset}); "
+                                      "'printed' is the paper's name, 'display' ours", view)
+        section.add("simple", "Provenance: algorithm settings and versions", _versions(rs, family.experiments))
+        section.add("simple", "Provenance: experiments", _provenance(rs, family.experiments))
+        runs = [dict(record, experiment=exp) for exp in family.experiments for record in sessions(rs, exp)]
+        if runs:
+            view = pd.DataFrame(runs).map(lambda v: ", ".join(f"{k}={w}" for k, w in v.items())
+                                          if isinstance(v, dict) else v)
+            section.add("simple", "Provenance: run sessions (code revision, library versions, host, times)", view)
+        sections.append(section)
+    found = comparisons(rs, metrics)
+    if found:
+        cds = {o.comparison.slug(): o for o in plot_across_datasets(rs, figures_dir, metrics=metrics, captions=False)}
+        ranked = {t.name: t for t in rank_tables(rs, metrics)}
+        by_group: dict[tuple, list] = {}
+        for c in found:
+            by_group.setdefault((c.task, c.options_text()), []).append(c)
+        for (task, opts), group in sorted(by_group.items()):
+            section = Section(_anchor(f"{task}-across-{opts}", taken), task, "across datasets",
+                              f"ranks{' (' + opts + ')' if opts else ''}")
+            section.heading = f"{task} across datasets" + (f" ({opts})" if opts else "")
+            for c in group:
+                if c.slug() in cds:
+                    section.add("img", cds[c.slug()].paths[0], out, f"Critical-difference diagram. {c.caption()}")
+                if c.slug() + "_ranks" in ranked:
+                    section.add("table", ranked[c.slug() + "_ranks"])
+            sections.append(section)
     across = dataset_tables(rs, metrics)
     if across:
-        blocks.append(("h", 2, "Across datasets"))
-        blocks.extend(("table", table) for table in across)
+        section = Section(_anchor("across-datasets-means", taken), "Across datasets", "", "means per dataset")
+        section.heading = "Across datasets: means per dataset"
+        for table in across:
+            section.add("table", table)
+        sections.append(section)
     if not rs.failed.empty:
-        blocks.append(("h", 2, "Failed units"))
+        section = Section(_anchor("failed", taken), "Failed units", "", "failed units")
+        section.heading = "Failed units"
         view = rs.failed[["experiment", "display", "fold", "error"]].copy()
-        blocks.append(("simple", f"{len(view)} unit(s) failed; `malt rerun` retries them", view))
+        section.add("simple", f"{len(view)} unit(s) failed; `malt rerun` retries them", view)
+        sections.append(section)
     out.mkdir(parents=True, exist_ok=True)
     md_path, html_path = out / "report.md", out / "report.html"
-    md_path.write_text(_markdown(blocks))
-    html_path.write_text(_html(blocks, "malt report"))
+    title = "malt report" + (f": {source}" if source else "")
+    md_path.write_text(_markdown(sections, title))
+    html_path.write_text(_html(sections, title))
     return md_path, html_path
 
 
@@ -192,47 +313,205 @@ def _md_simple(caption: str, frame: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _markdown(blocks) -> str:
-    parts = []
-    for block in blocks:
-        kind = block[0]
-        if kind == "h":
-            parts.append("#" * block[1] + " " + block[2] + "\n")
-        elif kind == "p":
-            parts.append(block[1] + "\n")
-        elif kind == "table":
-            parts.append(block[1].to_markdown())
-        elif kind == "simple":
-            parts.append(_md_simple(block[1], block[2]))
-        elif kind == "img":
-            parts.append(f"![{block[2]}]({block[1]})\n")
+def _markdown(sections: list[Section], title: str) -> str:
+    parts = [f"# {title}\n"]
+    for section in sections:
+        parts.append(f"## {getattr(section, 'heading', section.title)}\n")
+        for block in section.blocks:
+            kind = block[0]
+            if kind == "p":
+                parts.append(block[1] + "\n")
+            elif kind == "table":
+                parts.append(block[1].to_markdown())
+            elif kind == "simple":
+                parts.append(_md_simple(block[1], block[2]))
+            elif kind == "img":
+                parts.append(f"![{block[3]}]({os.path.relpath(block[1], block[2])})\n")
     return "\n".join(parts)
 
 
-def _html(blocks, title: str) -> str:
-    style = ("body{font-family:sans-serif;max-width:60em;margin:2em auto;line-height:1.4}"
-             "table{border-collapse:collapse;margin:1em 0;font-size:0.9em}"
-             "td,th{border-bottom:1px solid #ccc;padding:0.2em 0.6em;text-align:right}"
-             "th:first-child{text-align:left}caption{caption-side:top;text-align:left;font-size:0.9em;"
-             "padding-bottom:0.3em}img{width:3.5in;margin:0.3em}")
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-             f"<style>{style}</style></head><body>"]
-    for block in blocks:
-        kind = block[0]
-        if kind == "h":
-            parts.append(f"<h{block[1]}>{html.escape(block[2])}</h{block[1]}>")
-        elif kind == "p":
-            parts.append(f"<p>{html.escape(block[1]).replace('`', '')}</p>")
-        elif kind == "table":
-            parts.append(block[1].to_html())
-        elif kind == "simple":
-            frame = block[2]
-            head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-            body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
-                           for row in frame.itertuples(index=False))
-            parts.append(f"<table><caption>{html.escape(block[1])}</caption><thead><tr>{head}</tr></thead>"
-                         f"<tbody>{body}</tbody></table>")
-        elif kind == "img":
-            parts.append(f"<img src='{html.escape(block[1])}' alt='{html.escape(block[2])}'>")
-    parts.append("</body></html>\n")
+STYLE = """
+:root{--nav:17rem;--line:#d0d4da;--muted:#555;--accent:#0072B2}
+*{box-sizing:border-box}
+body{margin:0;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;color:#111}
+nav{position:fixed;top:0;left:0;bottom:0;width:var(--nav);overflow-y:auto;padding:1rem .8rem;
+    background:#f5f6f8;border-right:1px solid var(--line);font-size:.88rem}
+nav h1{font-size:1.05rem;margin:0 0 .6rem}
+nav input{width:100%;padding:.3rem .4rem;margin-bottom:.6rem;border:1px solid var(--line);border-radius:4px}
+nav details{margin:.2rem 0}
+nav summary{cursor:pointer;font-weight:600}
+nav ul{list-style:none;margin:.15rem 0 .3rem .7rem;padding:0}
+nav li{margin:.1rem 0}
+nav a{color:#123;text-decoration:none}
+nav a:hover,nav a.current{color:var(--accent);text-decoration:underline}
+nav .dataset{color:var(--muted);font-style:italic}
+main{margin-left:var(--nav);padding:1rem 2rem 4rem;max-width:80rem}
+section{border-top:1px solid var(--line);padding-top:.6rem;margin-top:1.4rem}
+h2{font-size:1.2rem;margin:.2rem 0 .6rem}
+p{max-width:60rem}
+.scroll{overflow-x:auto;margin:.8rem 0}
+table{border-collapse:collapse;font-size:.85rem}
+p.caption{font-size:.85rem;color:#333;margin:.2rem 0 .35rem;max-width:60rem}
+td,th{border-bottom:1px solid var(--line);padding:.2rem .55rem;text-align:right;white-space:nowrap}
+tbody th,td:first-child,td.text{text-align:left}
+thead th{background:#eef0f3;cursor:pointer;user-select:none;position:relative;padding-right:1.1rem}
+thead th::after{content:"\\21C5";position:absolute;right:.25rem;color:#999;font-size:.75em}
+thead th[aria-sort=ascending]::after{content:"\\25B2";color:var(--accent)}
+thead th[aria-sort=descending]::after{content:"\\25BC";color:var(--accent)}
+input.rows{font-size:.8rem;padding:.15rem .35rem;border:1px solid var(--line);border-radius:4px;margin:.2rem 0}
+figure{display:inline-block;margin:.4rem .8rem .8rem 0;vertical-align:top}
+figure img{display:block;width:3.6in;max-width:100%;height:auto;border:1px solid #eee}
+figure.wide img{width:6.5in}
+figcaption{font-size:.78rem;color:var(--muted);max-width:3.6in}
+figure.wide figcaption{max-width:6.5in}
+code{font-size:.85em}
+"""
+
+SCRIPT = r"""
+(function () {
+  "use strict";
+  function sortKey(cell) {
+    var v = cell.getAttribute("data-sort");
+    return v === null ? cell.textContent.trim() : v;
+  }
+  function sortTable(table, column, header) {
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    var direction = header.getAttribute("aria-sort") === "ascending" ? -1 : 1;
+    var keys = rows.map(function (r) { return sortKey(r.cells[column]); });
+    var numeric = keys.every(function (k) { return k === "" || isFinite(Number(k)); });
+    var order = rows.map(function (r, i) { return i; });
+    order.sort(function (a, b) {
+      var x = keys[a], y = keys[b];
+      if (x === "" && y === "") return a - b;
+      if (x === "") return 1;
+      if (y === "") return -1;
+      var c = numeric ? Number(x) - Number(y) : x.localeCompare(y, undefined, {numeric: true});
+      return c === 0 ? a - b : direction * c;
+    });
+    order.forEach(function (i) { body.appendChild(rows[i]); });
+    Array.prototype.forEach.call(header.parentNode.cells, function (h) { h.removeAttribute("aria-sort"); });
+    header.setAttribute("aria-sort", direction === 1 ? "ascending" : "descending");
+  }
+  var FILTER_FROM = 6;  // rows from which a table gets a filter box
+  document.querySelectorAll("table.sortable").forEach(function (table) {
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (header, column) {
+      header.tabIndex = 0;
+      header.title = "Sort by this column";
+      header.addEventListener("click", function () { sortTable(table, column, header); });
+      header.addEventListener("keydown", function (e) {
+        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); sortTable(table, column, header); }
+      });
+    });
+    if (table.tBodies[0].rows.length < FILTER_FROM) return;
+    var filter = document.createElement("input");
+    filter.className = "rows";
+    filter.type = "search";
+    filter.placeholder = "filter rows";
+    filter.setAttribute("aria-label", "Filter the rows of this table");
+    filter.addEventListener("input", function () {
+      var needle = filter.value.toLowerCase();
+      Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
+        row.hidden = needle !== "" && row.textContent.toLowerCase().indexOf(needle) < 0;
+      });
+    });
+    table.parentNode.insertBefore(filter, table);
+  });
+  var search = document.getElementById("nav-filter");
+  search.addEventListener("input", function () {
+    var needle = search.value.toLowerCase();
+    document.querySelectorAll("nav li[data-target]").forEach(function (item) {
+      var hit = needle === "" || item.getAttribute("data-search").indexOf(needle) >= 0;
+      item.hidden = !hit;
+      document.getElementById(item.getAttribute("data-target")).hidden = !hit;
+    });
+  });
+  if ("IntersectionObserver" in window) {
+    var links = {};
+    document.querySelectorAll("nav a[href^='#']").forEach(function (a) { links[a.getAttribute("href").slice(1)] = a; });
+    var observer = new IntersectionObserver(function (entries) {
+      entries.forEach(function (entry) {
+        var link = links[entry.target.id];
+        if (link) link.classList.toggle("current", entry.isIntersecting);
+      });
+    }, {rootMargin: "0px 0px -70% 0px"});
+    document.querySelectorAll("main section").forEach(function (s) { observer.observe(s); });
+  }
+}());
+"""
+
+
+def _data_uri(path: Path) -> str:
+    import base64
+
+    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
+
+
+def _simple_html(caption: str, frame: pd.DataFrame) -> str:
+    head = "".join(f"<th scope='col'>{html.escape(str(c))}</th>" for c in frame.columns)
+    body = []
+    for row in frame.itertuples(index=False):
+        cells = []
+        for value in row:
+            try:
+                number = float(value) if not isinstance(value, bool) and str(value).strip() != "" else None
+            except (TypeError, ValueError):
+                number = None
+            if number is not None and np.isfinite(number):
+                cells.append(f"<td data-sort='{number:.12g}'>{html.escape(str(value))}</td>")
+            else:
+                cells.append(f"<td class='text'>{html.escape(str(value))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (f"<div class='scroll'><p class='caption'>{html.escape(caption)}</p><table class='sortable'>"
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
+
+
+def _nav(sections: list[Section], title: str) -> str:
+    parts = [f"<nav aria-label='Sections'><h1>{html.escape(title)}</h1>",
+             "<input id='nav-filter' type='search' placeholder='filter sections' aria-label='Filter sections'>"]
+    groups: dict[str, dict[str, list[Section]]] = {}
+    for section in sections:
+        groups.setdefault(section.group, {}).setdefault(section.subgroup, []).append(section)
+    for group, subgroups in groups.items():
+        parts.append(f"<details open><summary>{html.escape(group)}</summary><ul>")
+        for subgroup, members in subgroups.items():
+            if subgroup:
+                parts.append(f"<li class='dataset'>{html.escape(subgroup)}<ul>")
+            for s in members:
+                search = html.escape(f"{s.group} {s.subgroup} {s.title}".lower())
+                parts.append(f"<li data-target='{s.anchor}' data-search='{search}'>"
+                             f"<a href='#{s.anchor}'>{html.escape(s.title)}</a></li>")
+            if subgroup:
+                parts.append("</ul></li>")
+        parts.append("</ul></details>")
+    parts.append("</nav>")
+    return "".join(parts)
+
+
+def _html(sections: list[Section], title: str) -> str:
+    parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+             "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+             "<link rel='icon' href='data:,'>",  # no favicon request, not even to the file share
+             f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>",
+             _nav(sections, title), "<main>"]
+    for section in sections:
+        parts.append(f"<section id='{section.anchor}'><h2>{html.escape(getattr(section, 'heading', section.title))}</h2>")
+        for block in section.blocks:
+            kind = block[0]
+            if kind == "p":
+                text = html.escape(block[1])
+                text = "".join(f"<code>{t}</code>" if i % 2 else t for i, t in enumerate(text.split("`")))
+                parts.append(f"<p>{text}</p>")
+            elif kind == "table":
+                parts.append(f"<div class='scroll'><p class='caption'>{html.escape(block[1].caption)}</p>"
+                             f"{block[1].to_html(caption=False)}</div>")
+            elif kind == "simple":
+                parts.append(_simple_html(block[1], block[2]))
+            elif kind == "img":
+                path, _, alt = block[1], block[2], block[3]
+                wide = " class='wide'" if str(path).endswith("_cd.png") else ""
+                parts.append(f"<figure{wide}><img src='{_data_uri(path)}' alt='{html.escape(alt)}'>"
+                             f"<figcaption>{html.escape(alt)}</figcaption></figure>")
+        parts.append("</section>")
+    parts.append(f"</main><script>{SCRIPT}</script></body></html>\n")
     return "\n".join(parts)

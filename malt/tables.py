@@ -4,8 +4,14 @@ A single experiment gives one table (metrics × algorithm settings, the orientat
 dissertation's Tables 4.2–4.5); a family sweeping a setting gives one table per metric (algorithm
 settings × setting values, as Tables 4.6 and 5.1). In each row (single) or column (sweep) the best
 mean is bold, respecting whether lower or higher is better, and every other method whose per-fold
-values are not significantly different from the best's (paired t-test over folds, p ≥ 0.05) is
-marked with a dagger.
+values are not significantly different from the best's is marked with a dagger. The test is one
+valid for CV results (``malt.stats``: Nadeau & Bengio's corrected resampled t-test, or a Wilcoxon
+signed-rank test over runs on a fixed split); below its minimum number of folds no mark is drawn and
+the caption says so. A cell with fewer folds than its experiment plans shows 'n/N'; a single fold
+shows no ±.
+
+``rank_tables`` gives the across-datasets view: average rank per algorithm setting over datasets,
+with the Friedman test in the caption (Demšar 2006).
 """
 from __future__ import annotations
 
@@ -17,11 +23,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from malt.describe import metric_info, metric_label, planned_folds, test_train_ratio
 from malt.errors import MaltError
-from malt.plotting import (Family, _fmt_value, _metric_order, families, legend_labels, metric_info,
+from malt.plotting import (Family, _fmt_value, _metric_order, display_order, families, legend_labels,
                            metric_scale, setting_label)
+from malt.stats import ALPHA, FoldTestPolicy
 
-ALPHA = 0.05
 DAGGER = "†"
 
 
@@ -34,9 +41,17 @@ class Cell:
     tied: bool = False  # not significantly different from the best (p >= ALPHA)
     p_value: float = float("nan")
     percent: bool = False
+    planned: int | None = None  # folds the experiment plans; fewer shows 'n/N'
+    test: str = ""  # the paired test behind p_value ('' when no mark was drawn)
+    label: str | None = None  # text of a cell that is not a mean ± std (a rank)
 
     def text(self) -> str:
-        return format_mean_std(self.mean, self.std, self.percent)
+        if self.label is not None:
+            return self.label
+        text = format_mean_std(self.mean, self.std, self.percent, self.folds)
+        if self.planned is not None and self.folds < self.planned:
+            text += f" ({self.folds}/{self.planned})"
+        return text
 
 
 @dataclass
@@ -69,23 +84,27 @@ class Table:
         out += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
         return "\n".join(out) + "\n"
 
-    def to_html(self) -> str:
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in [self.corner, *self.columns])
+    def to_html(self, table_id: str | None = None, caption: bool = True) -> str:
+        """A table whose columns a page can sort: every cell carries its number in ``data-sort``."""
+        head = "".join(f"<th scope='col'>{html.escape(c)}</th>" for c in [self.corner, *self.columns])
         body = []
         for row in self.rows:
-            cells = "".join(f"<td>{_html_cell(self.cells.get((row, col)))}</td>" for col in self.columns)
-            body.append(f"<tr><th>{html.escape(row)}</th>{cells}</tr>")
-        return (f"<table><caption>{html.escape(self.caption)}</caption><thead><tr>{head}</tr></thead>"
-                f"<tbody>{''.join(body)}</tbody></table>\n")
+            cells = "".join(_html_td(self.cells.get((row, col))) for col in self.columns)
+            body.append(f"<tr><th scope='row'>{html.escape(row)}</th>{cells}</tr>")
+        ident = f" id='{html.escape(table_id)}'" if table_id else ""
+        text = f"<caption>{html.escape(self.caption)}</caption>" if caption else ""
+        return (f"<table class='results sortable'{ident}>{text}"
+                f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>\n")
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy: one line per cell with mean, std, folds, best, tied and the t-test's p-value."""
         rows = [{"table": self.name, "row": r, "column": c, "mean": cell.mean, "std": cell.std,
-                 "folds": cell.folds, "best": cell.best, "tied_with_best": cell.tied, "p_value": cell.p_value}
+                 "folds": cell.folds, "planned": cell.planned, "best": cell.best, "tied_with_best": cell.tied,
+                 "p_value": cell.p_value, "test": cell.test}
                 for (r, c), cell in ((k, self.cells[k]) for k in
                                      [(r, c) for r in self.rows for c in self.columns if (r, c) in self.cells])]
-        return pd.DataFrame(rows, columns=["table", "row", "column", "mean", "std", "folds", "best",
-                                           "tied_with_best", "p_value"])
+        return pd.DataFrame(rows, columns=["table", "row", "column", "mean", "std", "folds", "planned", "best",
+                                           "tied_with_best", "p_value", "test"])
 
     def to_csv(self) -> str:
         buffer = io.StringIO()
@@ -99,11 +118,14 @@ class Table:
         return renderers[fmt]()
 
 
-def format_mean_std(mean: float, std: float, percent: bool = False) -> str:
-    """'26.7 ± 0.8': one decimal for percentages (as the papers print them), else 3 significant digits."""
+def format_mean_std(mean: float, std: float, percent: bool = False, folds: int | None = None) -> str:
+    """'26.7 ± 0.8': one decimal for percentages (as the papers print them), else 3 significant digits;
+    a single fold has no spread to show: '26.7'."""
     if not math.isfinite(mean):
         return "n/a"
     digits = 1 if percent or abs(mean) >= 10 else 2 if abs(mean) >= 1 else 3
+    if folds == 1:
+        return f"{mean:.{digits}f}"
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
@@ -117,7 +139,9 @@ def _md_cell(cell: Cell | None) -> str:
 def _tex(text: str) -> str:
     for a, b in [("\\", "\\textbackslash{}"), ("&", "\\&"), ("%", "\\%"), ("_", "\\_"), ("#", "\\#"),
                  ("$", "\\$"), ("{", "\\{"), ("}", "\\}"), ("±", "$\\pm$"), (DAGGER, "$^\\dagger$"),
-                 ("·", "$\\cdot$"), ("≥", "$\\geq$"), ("×", "$\\times$")]:
+                 ("·", "$\\cdot$"), ("≥", "$\\geq$"), ("×", "$\\times$"), ("χ²\\_F", "$\\chi^2_F$"),
+                 ("F\\_F", "$F_F$"), ("α", "$\\alpha$"), ("∞", "$\\infty$"), ("ρ", "$\\rho$"), ("–", "--"),
+                 ("↓", "$\\downarrow$"), ("↑", "$\\uparrow$"), ("Š", "\\v{S}"), ("š", "\\v{s}")]:
         text = text.replace(a, b)
     return text
 
@@ -136,53 +160,94 @@ def _html_cell(cell: Cell | None) -> str:
     return f"<b>{text}</b>" if cell.best else f"{text} {DAGGER}" if cell.tied else text
 
 
+def _html_td(cell: Cell | None) -> str:
+    if cell is None or not math.isfinite(cell.mean):
+        return f"<td data-sort=''>{_html_cell(cell)}</td>"
+    return f"<td data-sort='{cell.mean:.12g}'>{_html_cell(cell)}</td>"
+
+
 # ---- statistics ----------------------------------------------------------------------------------
-def paired_p_value(a: pd.Series, b: pd.Series) -> float:
-    """Two-sided paired t-test p-value over the folds both series (indexed by fold) have."""
-    from scipy import stats
-
-    joined = pd.concat([a.rename("a"), b.rename("b")], axis=1).dropna()
-    if len(joined) < 2:
-        return float("nan")
-    diff = (joined["a"] - joined["b"]).to_numpy(dtype=float)
-    if np.allclose(diff, diff[0], rtol=0, atol=1e-12):  # zero variance: identical, or always apart
-        return 1.0 if abs(diff[0]) <= 1e-12 else 0.0
-    return float(stats.ttest_rel(joined["a"], joined["b"]).pvalue)
+def fold_policy(rs, experiment: str) -> FoldTestPolicy:
+    """The paired test an experiment's protocol admits (malt.stats.FoldTestPolicy)."""
+    spec = rs.specs.get(experiment) or {}
+    return FoldTestPolicy.for_protocol(test_train_ratio(spec.get("task", ""), spec.get("task_params") or {}))
 
 
-def mark_best(cells: dict, per_fold: dict, better: str) -> None:
-    """Bold the best mean among ``cells`` (key -> Cell) and mark the ones tied with it."""
+@dataclass
+class Marks:
+    """What the significance marks of one table rest on, for its caption."""
+
+    policy: FoldTestPolicy | None = None
+    drawn: int = 0  # groups (rows or columns) where marks were drawn
+    skipped: int = 0  # groups with too few folds
+    fewest: int | None = None  # fewest paired folds in a skipped group
+
+    def add(self, other: "Marks") -> None:
+        self.policy = self.policy or other.policy
+        self.drawn += other.drawn
+        self.skipped += other.skipped
+        if other.fewest is not None:
+            self.fewest = other.fewest if self.fewest is None else min(self.fewest, other.fewest)
+
+
+def mark_best(cells: dict, per_fold: dict, better: str, policy: FoldTestPolicy) -> Marks:
+    """Bold the best mean among ``cells`` (key -> Cell) and mark the ones the policy's paired test
+    does not separate from it (p ≥ ALPHA) — only when every compared pair shares at least
+    ``policy.min_folds`` folds; otherwise no mark at all in this group."""
     finite = {k: c for k, c in cells.items() if math.isfinite(c.mean)}
     if not finite:
-        return
+        return Marks(policy)
     pick = min if better == "lower" else max
     best_key = pick(finite, key=lambda k: finite[k].mean)
     best_mean = finite[best_key].mean
+    others = []
     for key, cell in finite.items():
         if math.isclose(cell.mean, best_mean, rel_tol=1e-12, abs_tol=1e-15):
             cell.best = True
-            continue
-        cell.p_value = paired_p_value(per_fold[best_key], per_fold[key])
-        cell.tied = bool(cell.p_value >= ALPHA)
+        else:
+            others.append(key)
+    if not others:
+        return Marks(policy)
+    shared = [len(per_fold[best_key].index.intersection(per_fold[k].index)) for k in others]
+    if min(shared) < policy.min_folds:
+        return Marks(policy, skipped=1, fewest=min(shared))
+    for key in others:
+        result = policy.compare(per_fold[best_key], per_fold[key])
+        finite[key].p_value = result.p_value
+        finite[key].test = result.test
+        finite[key].tied = bool(result.p_value >= ALPHA)
+    return Marks(policy, drawn=1)
 
 
 def _per_fold(frame: pd.DataFrame, scale: float) -> pd.Series:
     return frame.groupby("fold")["value"].mean() * scale
 
 
-def _cell(values: pd.Series, percent: bool = False) -> Cell:
+def _cell(values: pd.Series, percent: bool = False, planned: int | None = None) -> Cell:
     v = values.to_numpy(dtype=float)
     v = v[np.isfinite(v)]
     mean = float(v.mean()) if len(v) else float("nan")
     std = float(v.std(ddof=1)) if len(v) > 1 else 0.0
-    return Cell(mean, std, len(v), percent=percent)
+    return Cell(mean, std, len(v), percent=percent, planned=planned)
 
 
 # ---- building ------------------------------------------------------------------------------------
-def _caption_tail(folds: set[int]) -> str:
+def _caption_tail(folds: set[int], marks: Marks, incomplete: bool = False) -> str:
     n = "/".join(str(f) for f in sorted(folds)) if folds else "0"
-    return (f"Mean ± std over {n} folds. Bold: best mean; {DAGGER}: not significantly different from "
-            f"the best (paired t-test over folds, p ≥ {ALPHA:g}).")
+    text = f"Mean ± std over {n} folds{' (one fold: no ±)' if 1 in folds else ''}. Bold: best mean"
+    policy = marks.policy
+    if marks.drawn and policy is not None:
+        text += (f"; {DAGGER}: not significantly different from the best ({policy.describe()}; two-sided "
+                 f"p ≥ {ALPHA:g}, each pair tested alone)")
+        if marks.skipped:
+            text += f"; no marks where fewer than {policy.min_folds} folds are paired"
+    elif marks.skipped and policy is not None:
+        text += (f". No significance marks: {marks.fewest} paired fold{'s' if marks.fewest != 1 else ''}, "
+                 f"fewer than the {policy.min_folds} the {policy.test} test needs here")
+    text += "."
+    if incomplete:
+        text += " n/N: only n of the N planned folds are stored."
+    return text
 
 
 def experiment_table(rs, family: Family, metrics: list[str] | None = None,
@@ -194,17 +259,18 @@ def experiment_table(rs, family: Family, metrics: list[str] | None = None,
     """
     columns = columns or {next(iter(family.experiments)): ""}
     frame = rs.frame[rs.frame["experiment"].isin(columns)]
-    displays = sorted(frame["display"].unique(), key=lambda d: (frame.loc[frame.display == d, "algorithm"].iloc[0], d))
+    displays = display_order(rs, frame["display"].unique())
     labels = legend_labels(rs, displays)
     keys = [(exp, d) for exp in columns for d in displays
             if not frame[(frame.experiment == exp) & (frame.display == d)].empty]
     names = {(exp, d): labels[d] + columns[exp] for exp, d in keys}
     chosen = [m for m in _metric_order(frame["metric"].unique()) if metrics is None or m in metrics]
-    rows, cells, folds = [], {}, set()
+    policy = fold_policy(rs, next(iter(columns)))
+    rows, cells, folds, marks = [], {}, set(), Marks(policy)
     for metric in chosen:
-        info = metric_info(metric)
-        scale = metric_scale(metric)
-        row = f"{info.label}{' (%)' if info.percent else ''} {'↓' if info.better == 'lower' else '↑'}"
+        info = metric_info(metric, family.task)
+        scale = metric_scale(metric, family.task)
+        row = f"{metric_label(metric, family.fixed, task=family.task)} {'↓' if info.better == 'lower' else '↑'}"
         rows.append(row)
         mine, per_fold = {}, {}
         for exp, display in keys:
@@ -212,13 +278,13 @@ def experiment_table(rs, family: Family, metrics: list[str] | None = None,
             if part.empty:
                 continue
             per_fold[(exp, display)] = _per_fold(part, scale)
-            mine[(exp, display)] = _cell(per_fold[(exp, display)], info.percent)
+            mine[(exp, display)] = _cell(per_fold[(exp, display)], info.percent, planned_folds(rs, exp, display))
             folds.add(mine[(exp, display)].folds)
-        mark_best(mine, per_fold, info.better)
+        marks.add(mark_best(mine, per_fold, info.better, policy))
         cells.update({(row, names[k]): c for k, c in mine.items()})
     sub = family.subtitle()
     caption = f"{family.dataset}, {family.task}{' (' + sub + ')' if sub else ''}. ↓/↑: lower/higher is better. " \
-              + _caption_tail(folds)
+              + _caption_tail(folds, marks, _incomplete(cells))
     return Table(family.slug(), caption, "metric", rows, list(dict.fromkeys(names[k] for k in keys)), cells)
 
 
@@ -261,15 +327,15 @@ def combined_tables(rs, option: str, metrics: list[str] | None = None) -> list[T
 def sweep_tables(rs, family: Family, metrics: list[str] | None = None) -> list[Table]:
     """One table per metric: algorithm settings × values of the swept setting; best per column."""
     frame = rs.frame[rs.frame["experiment"].isin(family.experiments)]
-    displays = sorted(frame["display"].unique(), key=lambda d: (frame.loc[frame.display == d, "algorithm"].iloc[0], d))
+    displays = display_order(rs, frame["display"].unique())
     labels = legend_labels(rs, displays)
-    xlabel, xscale = setting_label(family.setting)
+    xlabel, xscale = setting_label(family.setting, family.task)
     columns = {exp: _fmt_value(round(float(v) * xscale, 6)) for exp, v in family.experiments.items()}
     out = []
     for metric in [m for m in _metric_order(frame["metric"].unique()) if metrics is None or m in metrics]:
-        info = metric_info(metric)
-        scale = metric_scale(metric)
-        cells, folds = {}, set()
+        info = metric_info(metric, family.task)
+        scale = metric_scale(metric, family.task)
+        cells, folds, marks = {}, set(), Marks()
         for exp, column in columns.items():
             mine, per_fold = {}, {}
             for display in displays:
@@ -277,14 +343,14 @@ def sweep_tables(rs, family: Family, metrics: list[str] | None = None) -> list[T
                 if part.empty:
                     continue
                 per_fold[display] = _per_fold(part, scale)
-                mine[display] = _cell(per_fold[display], info.percent)
+                mine[display] = _cell(per_fold[display], info.percent, planned_folds(rs, exp, display))
                 folds.add(mine[display].folds)
-            mark_best(mine, per_fold, info.better)
+            marks.add(mark_best(mine, per_fold, info.better, fold_policy(rs, exp)))
             cells.update({(labels[d], column): c for d, c in mine.items()})
         sub = family.subtitle()
         caption = (f"{family.dataset}, {family.task}{' (' + sub + ')' if sub else ''}: "
-                   f"{info.label}{' (%)' if info.percent else ''}, {info.better} is better, by {xlabel.lower()}. "
-                   + _caption_tail(folds))
+                   f"{metric_label(metric, family.fixed, task=family.task)}, {info.better} is better, by {xlabel.lower()}. "
+                   + _caption_tail(folds, marks, _incomplete(cells)))
         out.append(Table(f"{family.slug()}_{metric}", caption, "algorithm", [labels[d] for d in displays],
                          list(dict.fromkeys(columns.values())), cells))
     return out
@@ -317,13 +383,12 @@ def dataset_tables(rs, metrics: list[str] | None = None) -> list[Table]:
             continue
         exps = {next(iter(f.experiments)): f.dataset for f in members}
         frame = rs.frame[rs.frame["experiment"].isin(exps)]
-        displays = sorted(frame["display"].unique(),
-                          key=lambda d: (frame.loc[frame.display == d, "algorithm"].iloc[0], d))
+        displays = display_order(rs, frame["display"].unique())
         labels = legend_labels(rs, displays)
         for metric in [m for m in _metric_order(frame["metric"].unique()) if metrics is None or m in metrics]:
-            info = metric_info(metric)
-            scale = metric_scale(metric)
-            cells, folds, rows = {}, set(), []
+            info = metric_info(metric, task)
+            scale = metric_scale(metric, task)
+            cells, folds, rows, marks = {}, set(), [], Marks()
             for exp, dataset in sorted(exps.items(), key=lambda kv: kv[1]):
                 rows.append(dataset)
                 mine, per_fold = {}, {}
@@ -333,13 +398,66 @@ def dataset_tables(rs, metrics: list[str] | None = None) -> list[Table]:
                     if part.empty:
                         continue
                     per_fold[display] = _per_fold(part, scale)
-                    mine[display] = _cell(per_fold[display], info.percent)
+                    mine[display] = _cell(per_fold[display], info.percent, planned_folds(rs, exp, display))
                     folds.add(mine[display].folds)
-                mark_best(mine, per_fold, info.better)
+                marks.add(mark_best(mine, per_fold, info.better, fold_policy(rs, exp)))
                 cells.update({(dataset, labels[d]): c for d, c in mine.items()})
             sub = members[0].subtitle()
-            caption = (f"{task}{' (' + sub + ')' if sub else ''}: {info.label}{' (%)' if info.percent else ''}, "
-                       f"{info.better} is better, per dataset. " + _caption_tail(folds))
+            caption = (f"{task}{' (' + sub + ')' if sub else ''}: {metric_label(metric, members[0].fixed, task=task)}, "
+                       f"{info.better} is better, per dataset. " + _caption_tail(folds, marks, _incomplete(cells)))
             name = f"{task}_across-datasets_{metric}" + (f"_{members[0].slug().split('_', 2)[-1]}" if sub else "")
             out.append(Table(name, caption, "dataset", rows, [labels[d] for d in displays], cells))
+    return out
+
+
+def _incomplete(cells: dict) -> bool:
+    return any(c.planned is not None and c.folds < c.planned for c in cells.values())
+
+
+def rank_tables(rs, metrics: list[str] | None = None, alpha: float = ALPHA, control: str | None = None) -> list[Table]:
+    """Average rank per algorithm setting over datasets, one table per task, option set and metric.
+
+    Rows: the settings, best average rank first; columns: each dataset's rank (and the mean over
+    folds it comes from), the average rank, and Holm's adjusted p-value against the best-ranked
+    setting (or ``control``). The caption carries the Friedman test (χ²_F, Iman–Davenport F_F, exact p
+    where enumerable) and the Nemenyi critical difference (Demšar 2006, §3.2.2)."""
+    from malt.ranks import comparisons
+
+    out = []
+    for comparison in comparisons(rs, metrics, alpha):
+        f = comparison.friedman
+        info = metric_info(comparison.metric, comparison.task)
+        scale = metric_scale(comparison.metric, comparison.task)
+        if control is not None and control not in f.average_ranks.index:
+            raise MaltError(f"--control {control}: not among the compared settings of {comparison.title()} "
+                            f"({', '.join(f.average_ranks.index)}).")
+        chosen = control
+        best = chosen or f.average_ranks.index[0]
+        holm = f.holm_against(best).set_index("algorithm")
+        columns = list(comparison.datasets) + ["average rank", f"Holm p vs {best}"]
+        cells = {}
+        for algo in f.average_ranks.index:
+            for dataset in comparison.datasets:
+                rank = float(f.ranks.loc[dataset, algo])
+                value = float(f.scores.loc[dataset, algo]) * scale
+                text = f"{_fmt_value(rank)} ({format_mean_std(value, 0.0, info.percent, 1)})"
+                cells[(algo, dataset)] = Cell(rank, 0.0, 1, best=rank == float(f.ranks.loc[dataset].min()), label=text)
+            mean_rank = float(f.average_ranks[algo])
+            cells[(algo, "average rank")] = Cell(mean_rank, 0.0, f.n_datasets, best=algo == best,
+                                                 label=f"{mean_rank:.2f}")
+            if algo == best:
+                cells[(algo, columns[-1])] = Cell(float("nan"), 0.0, 0, label="control")
+            else:
+                p = float(holm.loc[algo, "adjusted_p"])
+                rejected = bool(holm.loc[algo, "rejected"]) and f.rejects
+                cells[(algo, columns[-1])] = Cell(p, 0.0, 0, p_value=p,
+                                                  label=f"{p:.3f}" + (" *" if rejected else ""))
+        caption = (f"{comparison.title()}: rank per dataset (mean over folds in parentheses) and average rank. "
+                   + comparison.caption()
+                   + f" Holm: adjusted p-values of the step-down procedure against {best}"
+                   + ("" if chosen else " (the best-ranked setting: a control picked after seeing the ranks makes "
+                                        "these p-values optimistic; name one in advance for a confirmatory test)")
+                   + f"; * rejects equal ranks at α = {alpha:g} (only when the Friedman test rejects). Bold: best rank.")
+        out.append(Table(comparison.slug() + "_ranks", caption, "algorithm", list(f.average_ranks.index), columns,
+                         cells))
     return out
