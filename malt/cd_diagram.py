@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from malt.errors import MaltError
+from malt.outputs import output_dir, write
 from malt.ranks import Comparison, comparisons
 from malt.stats import ALPHA
 
@@ -158,15 +159,14 @@ def plot_across_datasets(rs, out: str | Path = "figures", *, metrics: list[str] 
         raise MaltError("--across-datasets needs experiments with the same task and task options on two or more "
                         "datasets, each with at least two algorithm settings; none match.")
     plt = _plt()
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(out)
     results = []
     for comparison in found:
         fig = plot_cd_diagram(comparison, test, control, caption=captions)
         paths = []
         for fmt in formats:
             path = out / f"{comparison.slug()}_cd.{fmt}"
-            fig.savefig(path, dpi=200, metadata=_metadata(fmt))
+            write(path, lambda tmp, fig=fig, fmt=fmt: fig.savefig(tmp, dpi=200, metadata=_metadata(fmt), format=fmt))
             paths.append(path)
         if not keep:
             plt.close(fig)

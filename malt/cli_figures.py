@@ -46,8 +46,12 @@ def load_filtered(path, datasets=(), tasks=(), algos=(), metrics=(), experiments
         frame = frame[frame[f"task.{name}"].map(lambda v: option_matches(v, value))]
     if frame.empty:
         raise MaltError(f"No results in {path} match the filters.")
-    return type(rs)(frame.reset_index(drop=True), {k: v for k, v in rs.specs.items() if k in set(frame.experiment)},
-                    rs.failed)
+    kept = set(frame.experiment)
+    return type(rs)(frame.reset_index(drop=True), {k: v for k, v in rs.specs.items() if k in kept},
+                    rs.failed[rs.failed["experiment"].isin(kept)] if not rs.failed.empty else rs.failed,
+                    rs.stale, rs.diagnostics,
+                    rs.completeness[rs.completeness["experiment"].isin(kept)],
+                    {k: v for k, v in rs.sessions.items() if k in kept}, rs.rescore_stale, rs.problems)
 
 
 def register(main: click.Group) -> None:
@@ -64,12 +68,30 @@ def register(main: click.Group) -> None:
               help="Error bars: std over folds, or a 95% Student-t interval of the mean.")
 @click.option("--format", "formats", multiple=True, type=click.Choice(["png", "pdf", "svg"]),
               help="File formats (default: png and pdf).")
+@click.option("--across-datasets", is_flag=True,
+              help="Critical-difference diagrams of average ranks over datasets (Friedman test, then Nemenyi or "
+                   "Holm), one per task, task options and metric run on two or more datasets.")
+@click.option("--test", "posthoc", type=click.Choice(["nemenyi", "holm"]), default="nemenyi", show_default=True,
+              help="With --across-datasets: post-hoc test, all pairs (Nemenyi) or against --control (Holm).")
+@click.option("--control", metavar="SETTING", help="With --test holm: the control (default: the best-ranked).")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
+              show_default=True, help="With --across-datasets: significance level.")
 @_filters
-def plot(path, out, error, formats, **filters):
-    """Figures of every experiment family and metric in PATH (a repository, results.h5 or a folder of repositories)."""
+def plot(path, out, error, formats, across_datasets, posthoc, control, alpha, **filters):
+    """Figures of every experiment family and metric in PATH (a repository or a folder of repositories)."""
     from malt.plotting import plot_all
 
     rs = load_filtered(path, **filters)
+    if across_datasets:
+        from malt.cd_diagram import plot_across_datasets
+
+        outputs = plot_across_datasets(rs, out, metrics=list(filters["metrics"]) or None,
+                                       formats=tuple(formats) or ("png", "pdf"), test=posthoc, control=control,
+                                       alpha=alpha)
+        for item in outputs:
+            click.echo(str(item.paths[0]))
+        click.echo(f"{len(outputs)} critical-difference diagram(s) written to {out}", err=True)
+        return
     outputs = plot_all(rs, out, error=error, formats=tuple(formats) or ("png", "pdf"))
     for item in outputs:
         click.echo(str(item.paths[0]))
@@ -85,16 +107,26 @@ def plot(path, out, error, formats, **filters):
               help="Datasets × algorithms per metric (experiments with the same task options on several datasets).")
 @click.option("--combine", "combine", metavar="OPTION",
               help="Put experiments that differ only in this task option side by side (e.g. discard: Table 4.7).")
+@click.option("--ranks", is_flag=True,
+              help="Average rank per algorithm setting over datasets, Friedman test and Nemenyi CD in the caption.")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
+              show_default=True, help="With --ranks: significance level.")
+@click.option("--control", metavar="SETTING", help="With --ranks: Holm's control (default: the best-ranked).")
 @_filters
-def table(path, fmt, out, across_datasets, combine, **filters):
-    """'mean ± std' tables, best mean in bold, ties with the best (paired t-test) marked."""
+def table(path, fmt, out, across_datasets, combine, ranks, alpha, control, **filters):
+    """'mean ± std' tables, best mean in bold, ties with the best marked (corrected resampled t-test)."""
     import pandas as pd
 
-    from malt.tables import all_tables, combined_tables, dataset_tables
+    from malt.tables import all_tables, combined_tables, dataset_tables, rank_tables
 
     metrics = list(filters["metrics"]) or None
     rs = load_filtered(path, **filters)
-    if across_datasets:
+    if ranks:
+        tables = rank_tables(rs, metrics, alpha, control)
+        if not tables:
+            raise MaltError("--ranks needs experiments with the same task and task options on two or more datasets, "
+                            "each with at least two algorithm settings; none match.")
+    elif across_datasets:
         tables = dataset_tables(rs, metrics)
         if not tables:
             raise MaltError("--across-datasets needs experiments with the same task options on two or more "
@@ -111,8 +143,9 @@ def table(path, fmt, out, across_datasets, combine, **filters):
     else:
         text = "\n".join(t.render(fmt) for t in tables)
     if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
+        from malt.outputs import output_file, write
+
+        write(output_file(out), text)
         click.echo(f"{len(tables)} table(s) written to {out}", err=True)
     else:
         click.echo(text, nl=False)
@@ -123,12 +156,18 @@ def table(path, fmt, out, across_datasets, combine, **filters):
 @click.option("--out", type=click.Path(path_type=Path), default=Path("report"), show_default=True,
               help="Folder for report.md, report.html and the figures.")
 @click.option("--error", type=click.Choice(["std", "ci"]), default="std", show_default=True)
+@click.option("--open", "open_page", is_flag=True, help="Open report.html in the default browser.")
 @_filters
-def report(path, out, error, **filters):
-    """One markdown + HTML page with every table and figure, the settings, versions and published numbers."""
+def report(path, out, error, open_page, **filters):
+    """One markdown page and one self-contained HTML page (navigation, sortable tables, figures, provenance,
+    published numbers, critical-difference diagrams)."""
     from malt.report import write_report
 
     rs = load_filtered(path, **filters)
     md, page = write_report(rs, out, source=str(path), error=error, metrics=list(filters["metrics"]) or None)
     click.echo(str(md))
     click.echo(str(page))
+    if open_page:
+        import webbrowser
+
+        webbrowser.open(page.resolve().as_uri())

@@ -25,9 +25,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from malt.describe import metric_info, metric_label, metric_order, planned_folds
+from malt.describe import known_metrics, metric_info, metric_label, planned_folds
 from malt.describe import setting_label as _declared_setting_label
 from malt.errors import MaltError
+from malt.outputs import output_dir, write
 
 # Okabe & Ito (2008) colour-blind-safe colours (their yellow left out: too faint on white), then Paul
 # Tol's "muted" scheme (also colour-blind safe; its pale sand and grey left out).
@@ -569,7 +570,7 @@ def plot_all(rs, out: str | Path = "figures", *, error: str = "std", metrics: li
         raise MaltError(f"Unknown error bar '{error}'; use 'std' or 'ci'.")
     plt = _style_matplotlib()
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(out)
     results = []
     for family in families(rs):
         frame = rs.frame[rs.frame["experiment"].isin(family.experiments)]
@@ -585,7 +586,8 @@ def plot_all(rs, out: str | Path = "figures", *, error: str = "std", metrics: li
                 paths = []
                 for fmt in formats:
                     path = out / f"{stem}.{fmt}"  # not with_suffix: slugs hold dots (missing=0.2)
-                    fig.savefig(path, dpi=200, bbox_inches="tight", metadata=_metadata(fmt))
+                    write(path, lambda tmp, fig=fig, fmt=fmt: fig.savefig(tmp, dpi=200, bbox_inches="tight",
+                                                                         metadata=_metadata(fmt), format=fmt))
                     paths.append(path)
                 if not keep:
                     plt.close(fig)
@@ -603,6 +605,5 @@ def _metadata(fmt: str) -> dict:
 
 
 def _metric_order(names) -> list[str]:
-    """Metrics in registration order (the papers' order), unknown ones alphabetically after."""
-    known = metric_order()
-    return sorted(names, key=lambda n: (known.index(n) if n in known else len(known), n))
+    """The declared metrics among ``names`` in declaration order (the papers' order)."""
+    return known_metrics(names)

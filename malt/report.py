@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from malt.describe import metric_info, metric_label, planned_folds, provenance_columns, sessions
+from malt.outputs import output_dir, write
 from malt.plotting import _fmt_value, families, metric_scale, option_matches, plot_all
 from malt.tables import all_tables, dataset_tables, format_mean_std, rank_tables
 
@@ -288,11 +289,11 @@ def write_report(rs, out: str | Path = "report", *, source: str = "", error: str
         view = rs.failed[["experiment", "display", "fold", "error"]].copy()
         section.add("simple", f"{len(view)} unit(s) failed; `malt rerun` retries them", view)
         sections.append(section)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(out)
     md_path, html_path = out / "report.md", out / "report.html"
     title = "malt report" + (f": {source}" if source else "")
-    md_path.write_text(_markdown(sections, title))
-    html_path.write_text(_html(sections, title))
+    write(md_path, _markdown(sections, title))
+    write(html_path, _html(sections, title))
     return md_path, html_path
 
 

@@ -137,6 +137,13 @@ class Task:
     def defaults(cls) -> dict[str, Any]:
         return cls.Params().to_dict()
 
+    @classmethod
+    def test_train_ratio(cls, options: Mapping[str, Any]) -> float | None:
+        """n_test / n_train of one fold: the ρ of Nadeau & Bengio's corrected resampled t-test
+        (k-fold: 1/(k-1)); None when the folds are not resamples of the data."""
+        folds = options.get("folds")
+        return 1.0 / (int(folds) - 1) if folds is not None and int(folds) >= 2 else None
+
     # ---- identity ------------------------------------------------------------------------------
     def fit_identity(self, dataset_hash: str, options: Params) -> str:
         """What every unit's fit depends on besides its algorithm and fold: the data, this

@@ -47,6 +47,12 @@ class MissingTask(Task):
     )
     settings = (Setting("missing", "Hidden entries", "%", 100.0), Setting("complete_rows", "Fully observed rows"))
 
+    @classmethod
+    def test_train_ratio(cls, options):
+        """Each fold hides a fresh ``missing`` fraction: hidden / observed."""
+        hidden = float(options.get("missing", MissingParams().missing))
+        return hidden / (1.0 - hidden) if 0 < hidden < 1 else None
+
     def _source(self, dataset, params) -> str:
         if params.source != "auto":
             return params.source

@@ -66,6 +66,11 @@ class MultilabelTask(Task):
     settings = (Setting("missing", "Hidden training labels", "%", 100.0),
                 Setting("labeled", "Labelled training rows"))
 
+    @classmethod
+    def test_train_ratio(cls, options):
+        """Repeats on the dataset's own split share one training set: not resamples."""
+        return None if options.get("split") == "given" else super().test_train_ratio(options)
+
     def check(self, dataset, params):
         missing = [c for c in self.requires if c not in dataset]
         if missing:

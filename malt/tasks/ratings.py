@@ -95,6 +95,12 @@ class RatingsTask(Task):
     settings = (Setting("new_rows", "New rows"), Setting("train_fraction", "Training fraction", "%", 100.0),
                 Setting("k", "List length k"))
 
+    @classmethod
+    def test_train_ratio(cls, options):
+        """Each run keeps a random ``train_fraction`` of the ratings (or rows) for training."""
+        train = float(options.get("train_fraction", RatingsParams().train_fraction))
+        return (1.0 - train) / train if 0 < train < 1 else None
+
     def check(self, dataset, params):
         if "ratings" not in dataset:
             raise DataError(f"The ratings task needs a sparse 'ratings' component, which dataset '{dataset.name}' "
