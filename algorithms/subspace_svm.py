@@ -73,7 +73,9 @@ def pca_basis(X: np.ndarray, k: int) -> np.ndarray:
 # Per-label linear SVMs in a subspace, K by inner CV
 # ---------------------------------------------------------------------------------------------
 def label_svms(Ztr: np.ndarray, Ytr: np.ndarray, C: float):
-    """Per-label linear SVMs on features Ztr; returns (Θ (k, L), b (L,)); constant labels get θ = 0."""
+    """Per-label linear SVMs on features Ztr; returns (Θ (k, L), b (L,)); constant labels, and every label
+    when there are no features (k = 0, e.g. a sampler state with no components), get θ = 0 and
+    b = mean − ½."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.svm import LinearSVC
 
@@ -82,7 +84,7 @@ def label_svms(Ztr: np.ndarray, Ytr: np.ndarray, C: float):
     for j in range(L):  # one independent model per label
         known = ~np.isnan(Ytr[:, j])
         y = Ytr[known, j]
-        if y.size == 0 or np.all(y == y[0]):
+        if y.size == 0 or np.all(y == y[0]) or k == 0:  # nothing to separate with: the label's prior
             bias[j] = (float(y.mean()) if y.size else 0.0) - 0.5
             continue
         with warnings.catch_warnings():
