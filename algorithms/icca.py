@@ -194,9 +194,78 @@ def impute(A, missing, st: ICCAState, rng) -> np.ndarray:
     return np.where(missing, draw, A)
 
 
-def run_icca(A, missing, *, n_sweeps, burn_in, alpha, rng, K_init=1, psi_init=1.0, hold_psi=0,
-             callback=None):
-    """Run the chain on data A (N, D) with the ``missing`` entries imputed each sweep.
+# ---------------------------------------------------------------------------------------------
+# Convergence diagnostics: the sampler decides its own run length
+# ---------------------------------------------------------------------------------------------
+def split_rhat(x: np.ndarray, splits: int = 4) -> float:
+    """Potential scale reduction R̂ of one chain cut into ``splits`` consecutive segments (Gelman et al.,
+    BDA3 §11.4, split-R̂): sqrt(((n−1)/n W + B/n) / W), W the mean within-segment variance and B/n the
+    variance of the segment means. 1 for a stationary chain; a trend or a jump between segments raises
+    it. A quantity constant within and across segments gives 1, constant within but not across, inf."""
+    x = np.asarray(x, float)
+    n = x.size // splits
+    if n < 2:
+        return float("inf")
+    seg = x[x.size - n * splits:].reshape(splits, n)
+    W = seg.var(axis=1, ddof=1).mean()
+    B_n = seg.mean(axis=1).var(ddof=1)
+    if W == 0:
+        return 1.0 if B_n == 0 else float("inf")
+    return float(np.sqrt(((n - 1) / n * W + B_n) / W))
+
+
+def effective_sample_size(x: np.ndarray) -> float:
+    """n / (1 + 2 Σ ρ_t) with Geyer's initial monotone positive sequence (autocorrelations by FFT).
+
+    An i.i.d. sequence gives ≈ n, an AR(1) with coefficient φ gives ≈ n (1 − φ)/(1 + φ). A constant
+    sequence carries no information about its spread; it counts as n (nothing left to mix)."""
+    x = np.asarray(x, float)
+    n = x.size
+    if n < 4:
+        return float(n)
+    y = x - x.mean()
+    if not np.any(y):
+        return float(n)
+    f = np.fft.rfft(y, 2 * n)
+    acov = np.fft.irfft(f * np.conj(f))[:n] / n
+    rho = acov / acov[0]
+    pairs = rho[: n - n % 2].reshape(-1, 2).sum(axis=1)  # Γ_k = ρ_2k + ρ_2k+1
+    positive = np.flatnonzero(pairs <= 0)
+    pairs = pairs[: positive[0] if positive.size else pairs.size]
+    pairs = np.minimum.accumulate(pairs)                  # monotone
+    tau = -1.0 + 2.0 * pairs.sum()
+    return float(n / max(tau, 1.0 / n))
+
+
+def log_likelihood(A: np.ndarray, observed: np.ndarray, st: "ICCAState") -> float:
+    """log p(A_observed | W, Z, Ψ) = Σ_observed log N(a_nd; (W z_n)_d, ψ_d)."""
+    R = A - st.Z @ st.W.T
+    terms = -0.5 * (np.log(2 * np.pi * st.psi)[None, :] + R ** 2 / st.psi[None, :])
+    return float(terms[observed].sum())
+
+
+MONITORED = ("log_likelihood", "K", "sigma_v2", "mean_log_psi")
+
+
+def convergence(trace: dict[str, list], burn_in: int) -> dict[str, dict[str, float]]:
+    """Split-R̂ and effective sample size of each monitored scalar over the sweeps after ``burn_in``.
+    The scalars are invariant to relabelling the components, so label switching does not inflate them."""
+    return {name: {"rhat": split_rhat(np.asarray(trace[name][burn_in:])),
+                   "ess": effective_sample_size(np.asarray(trace[name][burn_in:]))} for name in MONITORED}
+
+
+def run_icca(A, missing, *, alpha, rng, max_sweeps=1000, min_sweeps=200, check_every=50, target_rhat=1.05,
+             min_ess=50.0, K_init=1, psi_init=1.0, hold_psi=0, callback=None, progress=None):
+    """Run the chain on data A (N, D) with the ``missing`` entries imputed each sweep, until it has
+    converged or ``max_sweeps``.
+
+    Run length: every ``check_every`` sweeps from ``min_sweeps`` on, the first half of the chain is
+    burn-in and the second half is checked: every monitored scalar (`MONITORED`: the observed-data log
+    likelihood, K, σ_v², mean log ψ) needs split-R̂ < ``target_rhat`` and an effective sample size of at
+    least ``min_ess``. ``callback(state, A_filled, sweep)`` is called on every sweep from
+    ``min_sweeps // 2`` (the earliest sweep a burn-in can end at); keep what it collects with its sweep
+    index and use the sweeps from the returned ``burn_in`` on. ``progress(fraction, message)`` is told
+    how far the chain is towards ``max_sweeps``.
 
     The chain starts from one random column (K_init = 1) and grows dishes by births; on the §5.1 data
     this reaches the sparse mode, whereas a dense multi-column start tends to stay in a rotated, dense
@@ -204,16 +273,18 @@ def run_icca(A, missing, *, n_sweeps, burn_in, alpha, rng, K_init=1, psi_init=1.
     ``hold_psi`` sweeps so that births (accepted when a row's residual exceeds ψ_d) can seed dishes
     before Ψ absorbs the unexplained variance.
 
-    ``callback(state, A_filled, sweep)`` is called after burn-in on every sweep. Returns the last state
-    and the trace of K.
+    Returns (last state, diagnostics: sweeps, burn_in, converged, per-scalar rhat/ess, trace of K).
     """
     N, D = A.shape
+    observed = ~missing
     A = np.where(missing, 0.0, A)
     st = ICCAState(B=rng.random((D, K_init)) < 0.5, V=rng.standard_normal((D, K_init)),
                    Z=rng.standard_normal((N, K_init)), psi=np.full(D, psi_init), sigma_v2=1.0, alpha=alpha)
     st.V = np.where(st.B, st.V, 0.0)
-    trace = []
-    for t in range(n_sweeps):
+    trace: dict[str, list] = {name: [] for name in MONITORED}
+    converged, stats = False, {}
+    t = 0
+    for t in range(max_sweeps):
         A = impute(A, missing, st, rng)
         st.Z = sample_z(A, st.W, st.psi, rng)
         sweep_b_v(A, st, rng)
@@ -222,10 +293,26 @@ def run_icca(A, missing, *, n_sweeps, burn_in, alpha, rng, K_init=1, psi_init=1.
         sample_hypers(A, st, rng)
         if t < hold_psi:
             st.psi = psi
-        trace.append(st.B.shape[1])
-        if t >= burn_in and callback is not None:
+        trace["log_likelihood"].append(log_likelihood(A, observed, st))
+        trace["K"].append(st.B.shape[1])
+        trace["sigma_v2"].append(st.sigma_v2)
+        trace["mean_log_psi"].append(float(np.mean(np.log(st.psi))))
+        if callback is not None and t >= min_sweeps // 2:
             callback(st, A, t)
-    return st, trace
+        done = t + 1
+        if progress is not None and done % 10 == 0:
+            progress(done / max_sweeps, f"sweep {done} (at most {max_sweeps})")
+        if done >= min_sweeps and (done % check_every == 0 or done == max_sweeps):
+            stats = convergence(trace, done // 2)
+            converged = all(v["rhat"] < target_rhat and v["ess"] >= min_ess for v in stats.values())
+            if converged:
+                break
+    done = t + 1
+    if not stats:  # max_sweeps below min_sweeps: never checked
+        stats = convergence(trace, done // 2)
+    return st, {"sweeps": done, "burn_in": done // 2, "converged": bool(converged),
+                "rhat": {k: v["rhat"] for k, v in stats.items()},
+                "ess": {k: v["ess"] for k, v in stats.items()}, "K_trace": trace["K"]}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,8 +324,14 @@ class ICCAParams(Params):
                                   "(§4.2); false = Model-1, training rows only (§4.1)")
     alpha: float = param(1.0, "initial IBP concentration α (resampled, Gamma(1, 1) prior)",
                          Interval(0, None, "neither"))
-    sweeps: int = param(200, "Gibbs sweeps", Interval(1, None))
-    burn_in: int = param(100, "sweeps discarded before averaging predictions", Interval(0, None))
+    max_sweeps: int = param(1000, "Gibbs sweeps at most; the chain stops earlier once converged",
+                            Interval(1, None))
+    min_sweeps: int = param(200, "Gibbs sweeps at least before convergence is checked", Interval(2, None))
+    check_every: int = param(50, "sweeps between convergence checks", Interval(1, None))
+    target_rhat: float = param(1.05, "converged when the split-R̂ of every monitored scalar (log likelihood, K, "
+                               "σ_v², mean log ψ) over the second half of the chain is below this",
+                               Interval(1, None, "neither"))
+    min_ess: float = param(50.0, "... and each has at least this effective sample size", Interval(1, None))
     hold_psi: int = param(10, "initial sweeps with Ψ held at 0.1 so that births can seed dishes before Ψ "
                           "absorbs the unexplained variance (0 = sample Ψ from the start)", Interval(0, None))
     label_scale: float = param(1.0, "labels coded ±label_scale before joining the standardised features",
@@ -254,19 +347,21 @@ class ICCAParams(Params):
 
 @register
 class ICCA(Algorithm):
-    """Sparse infinite CCA (Rai & Daumé 2009): IBP-sparse probabilistic CCA on [X; Y], Gibbs sampled."""
+    """Sparse infinite CCA (Rai & Daumé 2009): IBP-sparse probabilistic CCA on [X; Y], Gibbs sampled
+    until split-R̂ and effective sample sizes say the chain has converged."""
 
     name = "icca"
     tasks = frozenset({"multilabel"})
     Params = ICCAParams
+    version = "2"
 
     def run(self, split, params, ctx):
         import time
 
-        if params.burn_in >= params.sweeps:
+        if params.min_sweeps > params.max_sweeps:
             from malt.errors import InvalidParameterError
-            raise InvalidParameterError(f"icca: burn_in ({params.burn_in}) must be below sweeps "
-                                        f"({params.sweeps}); lower burn_in or raise sweeps")
+            raise InvalidParameterError(f"icca: min_sweeps ({params.min_sweeps}) must not exceed max_sweeps "
+                                        f"({params.max_sweeps}); lower min_sweeps or raise max_sweeps")
         Xtr, Xte = to_dense(split.X_train).astype(float), to_dense(split.X_test).astype(float)
         mean, std = Xtr.mean(0), Xtr.std(0)
         std[std == 0] = 1.0
@@ -282,21 +377,21 @@ class ICCA(Algorithm):
         else:
             A = np.hstack([Xtr, Ytr])
         missing = np.isnan(A)
-        acc = {"scores": np.zeros((n_te, L)), "n": 0, "K": [], "sparsity": []}
-
+        samples: list[tuple[int, np.ndarray]] = []  # (sweep, test scores)
+        K_seen, sparsity_seen = [], []
         Ylab = np.asarray(split.Y_train, float)
 
         def collect(st, A_filled, t):
             W = st.W
-            acc["K"].append(W.shape[1])
-            acc["sparsity"].append(float(1 - st.B.mean()) if st.B.size else 1.0)
+            K_seen.append((t, W.shape[1]))
+            sparsity_seen.append((t, float(1 - st.B.mean()) if st.B.size else 1.0))
             if params.predictor == "gaussian":
                 if params.semi_supervised:
                     s = st.Z[-n_te:] @ W[d1:].T
                 else:
                     s = latent_mean(Xte, W[:d1], st.psi[:d1]) @ W[d1:].T
                 s = s + y_mean
-            elif (len(acc["K"]) - 1) % params.thin == 0:  # every thin-th sample after burn-in
+            elif t % params.thin == 0:  # every thin-th sweep
                 if params.semi_supervised:  # §4.2: both sides in the sampled subspace
                     Z_tr, Z_te = st.Z[:-n_te], st.Z[-n_te:]
                 else:  # §4.1: the subspace of X alone, E[z | x], for training and test rows alike
@@ -305,16 +400,23 @@ class ICCA(Algorithm):
                 s = Z_te @ theta + bias
             else:
                 return
-            acc["scores"] += s
-            acc["n"] += 1
+            samples.append((t, s))
 
         t0 = time.perf_counter()
-        st, trace = run_icca(A, missing, n_sweeps=params.sweeps, burn_in=params.burn_in,
-                             alpha=params.alpha, rng=ctx.rng, callback=collect,
-                             psi_init=0.1 if params.hold_psi else 1.0, hold_psi=params.hold_psi)
+        st, diag = run_icca(A, missing, alpha=params.alpha, rng=ctx.rng, max_sweeps=params.max_sweeps,
+                            min_sweeps=params.min_sweeps, check_every=params.check_every,
+                            target_rhat=params.target_rhat, min_ess=params.min_ess, callback=collect,
+                            psi_init=0.1 if params.hold_psi else 1.0, hold_psi=params.hold_psi,
+                            progress=ctx.progress)
         seconds = time.perf_counter() - t0
-        scores = acc["scores"] / max(acc["n"], 1)
+        kept = [s for t, s in samples if t >= diag["burn_in"]]
+        scores = np.mean(kept, axis=0) if kept else np.zeros((n_te, L))
+        K_after = [k for t, k in K_seen if t >= diag["burn_in"]]
         return Prediction(scores=scores, labels=(scores > 0).astype(float), diagnostics={
-            "K": float(np.mean(acc["K"])), "K_last": int(st.B.shape[1]),
-            "sparsity": float(np.mean(acc["sparsity"])), "alpha_last": float(st.alpha),
-            "seconds_per_sweep": seconds / params.sweeps})
+            "K": float(np.mean(K_after)), "K_last": int(st.B.shape[1]),
+            "sparsity": float(np.mean([v for t, v in sparsity_seen if t >= diag["burn_in"]])),
+            "alpha_last": float(st.alpha), "sweeps": diag["sweeps"], "burn_in": diag["burn_in"],
+            "converged": diag["converged"], "samples_averaged": len(kept),
+            "rhat": {k: round(v, 4) for k, v in diag["rhat"].items()},
+            "ess": {k: round(v, 1) for k, v in diag["ess"].items()},
+            "seconds_per_sweep": seconds / diag["sweeps"]})

@@ -1,7 +1,8 @@
 """Subspace baselines of Rai & Daumé (2009, §5.2): PCA then per-label linear SVMs (``pca-svm``), and
 classical CCA whose per-label task parameters are learned in the shared subspace and mapped back to
-feature space through W_x (``cca``). K is chosen by inner cross-validation on the training rows (the
-paper chose the best K on the test set). ``full-svm`` is ``mlsvm`` in ``baselines.py``.
+feature space through W_x (``cca``). K is chosen by inner cross-validation on the training rows through
+`malt.selection` (``select='inner-cv'`` over ``k_grid``, micro-F1 on the held-out inner fold; the paper
+chose the best K on the test set). ``full-svm`` is ``mlsvm`` in ``baselines.py``.
 """
 from __future__ import annotations
 
@@ -9,12 +10,11 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
-
 from malt.context import to_dense
 from malt.errors import DataError
-from malt.params import Interval, Options, Params, param
+from malt.params import Interval, Options, param
 from malt.registry import Algorithm, register
+from malt.selection import InnerCVParams, candidates, inner_fold_ids, select
 from malt.splits import Prediction
 
 
@@ -51,6 +51,8 @@ def bartlett_significant(rho: np.ndarray, n: int, p: int, q: int, level: float =
     χ² = −(n − 1 − (p + q + 1)/2) Σ_{j>k} log(1 − ρ_j²), (p − k)(q − k) degrees of freedom; the
     answer is the first k not rejected at ``level``.
     """
+    from scipy import stats  # imported here: scipy.stats costs every command ~0.75 s at start-up
+
     rho = np.asarray(rho, float)
     logs = np.log1p(-np.minimum(rho, 1 - 1e-15) ** 2)
     tails = np.cumsum(logs[::-1])[::-1]                 # Σ_{j≥k} log(1 − ρ_j²)
@@ -71,7 +73,9 @@ def pca_basis(X: np.ndarray, k: int) -> np.ndarray:
 # Per-label linear SVMs in a subspace, K by inner CV
 # ---------------------------------------------------------------------------------------------
 def label_svms(Ztr: np.ndarray, Ytr: np.ndarray, C: float):
-    """Per-label linear SVMs on features Ztr; returns (Θ (k, L), b (L,)); constant labels get θ = 0."""
+    """Per-label linear SVMs on features Ztr; returns (Θ (k, L), b (L,)); constant labels, and every label
+    when there are no features (k = 0, e.g. a sampler state with no components), get θ = 0 and
+    b = mean − ½."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.svm import LinearSVC
 
@@ -80,7 +84,7 @@ def label_svms(Ztr: np.ndarray, Ytr: np.ndarray, C: float):
     for j in range(L):  # one independent model per label
         known = ~np.isnan(Ytr[:, j])
         y = Ytr[known, j]
-        if y.size == 0 or np.all(y == y[0]):
+        if y.size == 0 or np.all(y == y[0]) or k == 0:  # nothing to separate with: the label's prior
             bias[j] = (float(y.mean()) if y.size else 0.0) - 0.5
             continue
         with warnings.catch_warnings():
@@ -97,30 +101,30 @@ def _micro_f1(Y: np.ndarray, P: np.ndarray) -> float:
     return 2 * tp / max(y.sum() + p.sum(), 1)
 
 
-def fit_subspace_predict(Xtr, Ytr, Xte, projector, ks, C, folds, rng):
-    """Choose K in ``ks`` by ``folds``-fold CV (micro-F1) on the training rows, refit, predict Xte.
-
-    ``projector(X_fit, Y_fit, X_all, k)`` returns the (d, k) basis P; task parameters θ are learned on
-    X_fit P and mapped back to feature space as w = P θ (§5.2), so scores are X w + b.
-    Returns (scores, chosen K, per-K CV scores).
-    """
-    n = Xtr.shape[0]
-    ks = sorted({int(k) for k in ks})
-    if len(ks) > 1:
-        fold = rng.permutation(n) % folds
-        cv = np.zeros(len(ks))
-        for f in range(folds):
-            tr, va = fold != f, fold == f
-            for i, k in enumerate(ks):
-                P = projector(Xtr[tr], Ytr[tr], np.vstack([Xtr, Xte]), k)
-                th, b = label_svms(Xtr[tr] @ P, Ytr[tr], C)
-                cv[i] += _micro_f1(Ytr[va], Xtr[va] @ (P @ th) + b) / folds
-        k_best = ks[int(np.argmax(cv))]
-    else:
-        k_best, cv = ks[0], np.zeros(1)
-    P = projector(Xtr, Ytr, np.vstack([Xtr, Xte]), k_best)
+def fit_subspace_predict(Xtr, Ytr, Xte, projector, k, C):
+    """Per-label SVMs in the K-dimensional subspace ``projector(X_fit, Y_fit, X_all, k)`` (a (d, k) basis
+    P); task parameters θ are learned on X_fit P and mapped back to feature space as w = P θ (§5.2), so
+    the scores of Xte are Xte w + b."""
+    P = projector(Xtr, Ytr, np.vstack([Xtr, Xte]), k)
     th, b = label_svms(Xtr @ P, Ytr, C)
-    return Xte @ (P @ th) + b, k_best, cv
+    return Xte @ (P @ th) + b
+
+
+def choose_k(params, Xtr, Ytr, Xte, projector, kmax, ctx):
+    """K for ``params``: as given (select='none'), or the k_grid value (capped at ``kmax``) with the best
+    inner-CV micro-F1 on the training rows. Returns (K, diagnostics)."""
+    if params.select == "none":
+        return min(params.k, kmax), {}
+    grid = tuple(sorted({min(int(k), kmax) for k in params.k_grid}))
+    ids = inner_fold_ids(Xtr.shape[0], params.inner_folds, ctx.rng)
+
+    def evaluate(option, train, val):
+        S = fit_subspace_predict(Xtr[train], Ytr[train], np.vstack([Xtr[val], Xte]), projector, option.k, option.C)
+        return _micro_f1(Ytr[val], S[: val.size])
+
+    choice = select(candidates(params, {"k": grid}), evaluate, ids, better="higher",
+                    progress=lambda f: ctx.progress(0.9 * f, "inner CV over K"))
+    return choice.best.k, choice.diagnostics()
 
 
 def _standardised(split):
@@ -131,25 +135,16 @@ def _standardised(split):
 
 
 @dataclass(frozen=True, kw_only=True)
-class PCASVMParams(Params):
-    k: int | None = param(None, "subspace dimension; None = chosen by inner CV over k_grid",
-                          Interval(1, None))
-    k_grid: str = param("5,10,20,40,80", "comma-separated candidate K for inner CV")
-    folds: int = param(3, "inner CV folds", Interval(2, None))
+class PCASVMParams(InnerCVParams):
+    select: str = param("inner-cv", "'inner-cv': K by inner cross-validation over k_grid on the training rows; "
+                        "'none': K = k", Options("none", "inner-cv"))
+    inner_folds: int = param(3, "folds of the inner cross-validation", Interval(2, None))
+    k: int = param(20, "subspace dimension with select=none", Interval(1, None))
+    k_grid: tuple[int, ...] = param((5, 10, 20, 40, 80), "candidate K for select=inner-cv (capped at the "
+                                    "number of features)", Interval(1, None))
     C: float = param(1.0, "linear SVM regularisation constant", Interval(0, None, "neither"))
     fit_on: str = param("all", "rows PCA is fitted on: train+test ('all', as in §5.2) or 'train'",
                         Options("all", "train"))
-
-
-def _grid(text: str, kmax: int, name: str):
-    try:
-        ks = [int(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise DataError(f"{name}: k_grid must be comma-separated integers, got {text!r}") from None
-    ks = [min(k, kmax) for k in ks if k >= 1]
-    if not ks:
-        raise DataError(f"{name}: k_grid {text!r} has no positive value; give e.g. k_grid=5,10,20")
-    return ks
 
 
 @register
@@ -159,26 +154,28 @@ class PCASVM(Algorithm):
     name = "pca-svm"
     tasks = frozenset({"multilabel"})
     Params = PCASVMParams
+    version = "2"
 
     def run(self, split, params, ctx):
         Xtr, Xte = _standardised(split)
         Ytr = np.asarray(split.Y_train, float)
-        d = Xtr.shape[1]
-        ks = [min(params.k, d)] if params.k else _grid(params.k_grid, d, self.name)
 
         def projector(X_fit, Y_fit, X_all, k):
             return pca_basis(X_all if params.fit_on == "all" else X_fit, k)
 
-        scores, k, cv = fit_subspace_predict(Xtr, Ytr, Xte, projector, ks, params.C, params.folds, ctx.rng)
-        return Prediction(scores=scores, labels=(scores > 0).astype(float),
-                          diagnostics={"K": k, "cv_micro_f1": [float(c) for c in cv]})
+        k, diagnostics = choose_k(params, Xtr, Ytr, Xte, projector, Xtr.shape[1], ctx)
+        scores = fit_subspace_predict(Xtr, Ytr, Xte, projector, k, params.C)
+        return Prediction(scores=scores, labels=(scores > 0).astype(float), diagnostics={"K": k, **diagnostics})
 
 
 @dataclass(frozen=True, kw_only=True)
-class CCASVMParams(Params):
-    k: int | None = param(None, "number of canonical components; None = inner CV over 1..L",
-                          Interval(1, None))
-    folds: int = param(3, "inner CV folds", Interval(2, None))
+class CCASVMParams(InnerCVParams):
+    select: str = param("inner-cv", "'inner-cv': K by inner cross-validation over k_grid on the training rows; "
+                        "'none': K = k", Options("none", "inner-cv"))
+    inner_folds: int = param(3, "folds of the inner cross-validation", Interval(2, None))
+    k: int = param(4, "number of canonical components with select=none", Interval(1, None))
+    k_grid: tuple[int, ...] = param(tuple(range(1, 17)), "candidate K for select=inner-cv (capped at "
+                                    "min(features, labels))", Interval(1, None))
     C: float = param(1.0, "linear SVM regularisation constant", Interval(0, None, "neither"))
     reg: float = param(1e-3, "ridge added to Σxx and Σyy (× mean variance)", Interval(0, None))
 
@@ -190,12 +187,11 @@ class CCASVM(Algorithm):
     name = "cca"
     tasks = frozenset({"multilabel"})
     Params = CCASVMParams
+    version = "2"
 
     def run(self, split, params, ctx):
         Xtr, Xte = _standardised(split)
         Ytr = np.asarray(split.Y_train, float)
-        r = min(Xtr.shape[1], Ytr.shape[1])
-        ks = [min(params.k, r)] if params.k else list(range(1, r + 1))
 
         def projector(X_fit, Y_fit, X_all, k):
             full = ~np.isnan(Y_fit).any(1)
@@ -205,6 +201,6 @@ class CCASVM(Algorithm):
             Ux, _, _ = cca_directions(X_fit[full], Y_fit[full], params.reg)
             return Ux[:, :k]
 
-        scores, k, cv = fit_subspace_predict(Xtr, Ytr, Xte, projector, ks, params.C, params.folds, ctx.rng)
-        return Prediction(scores=scores, labels=(scores > 0).astype(float),
-                          diagnostics={"K": k, "cv_micro_f1": [float(c) for c in cv]})
+        k, diagnostics = choose_k(params, Xtr, Ytr, Xte, projector, min(Xtr.shape[1], Ytr.shape[1]), ctx)
+        scores = fit_subspace_predict(Xtr, Ytr, Xte, projector, k, params.C)
+        return Prediction(scores=scores, labels=(scores > 0).astype(float), diagnostics={"K": k, **diagnostics})

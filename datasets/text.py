@@ -3,7 +3,8 @@
 Files live under ``MALT_DATA/text/`` (see each folder's SOURCE.md). Every corpus has the same
 components: ``docs`` (documents × words CSR counts), ``vocab`` (the words, column order), ``y``
 (class ids 0..C−1, the newsgroup or collection) and ``X`` (the l2-normalised tf-idf of ``docs``, for
-cosine kNN graphs).
+cosine kNN graphs). ``docs``/``vocab`` of the 20 Newsgroups and ASRS sets use the topic-model
+vocabulary of `corpora` (words in ≥ 4 documents); ``X`` is built from the counts below.
 
 20 Newsgroups subsets come from the original 20news-19997 collection (1000 posts per group), since
 no group of the by-date release has 1000 posts. The 100-per-group draws are reproducible: post ids
@@ -30,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .catalogue import DataRoots, DatasetEntry, register_dataset
+from .corpora import with_topic_vocabulary
 from .dataset import Dataset
 
 NEWS_ARCHIVE = "text/20newsgroups/20news-19997.tar.gz"
@@ -114,7 +116,7 @@ def _newsgroups(name: str, kind: str, per_group: int | None):
         meta = {"classes": list(groups), "documents": [ids[i] for i in kept],
                 "dropped_empty": int(len(texts) - len(kept)), "draw_seed": DRAW_SEED,
                 "hash_meta": {"draw_seed": DRAW_SEED}}
-        return _corpus(name, counts, vocab, y[kept], meta)
+        return with_topic_vocabulary(_corpus(name, counts, vocab, y[kept], meta), [texts[i] for i in kept])
     return load
 
 
@@ -155,7 +157,7 @@ def load_asrs(roots: DataRoots) -> Dataset:
             "y_rule": "least frequent anomaly of the report", "dropped_empty": int(len(texts) - len(kept))}
     data = _corpus("asrs", counts, vocab, y.astype(np.int64), meta)
     data.components["Y"] = Y
-    return data
+    return with_topic_vocabulary(data, [texts[i] for i in kept])
 
 
 ASRS3_CATEGORIES = (2, 6, 19)
@@ -169,7 +171,7 @@ def load_asrs3(roots: DataRoots) -> Dataset:
     y = np.argmax(picked[rows[kept]], axis=1).astype(np.int64)
     meta = {"classes": [f"anomaly {c}" for c in ASRS3_CATEGORIES], "reports": (rows[kept] + 1).tolist(),
             "y_rule": "reports with exactly one of anomalies 2, 6, 19"}
-    return _corpus("asrs3", counts, vocab, y, meta)
+    return with_topic_vocabulary(_corpus("asrs3", counts, vocab, y, meta), [texts[i] for i in rows[kept]])
 
 
 _NEWS = "20 Newsgroups (Lang 1995), 20news-19997 release; MALT_DATA/text/20newsgroups/SOURCE.md"

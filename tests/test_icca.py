@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from malt.algorithms.icca import (ICCAState, latent_mean, propose_new_dishes, run_icca, sample_ibp,
-                                  sample_z)
+from malt.algorithms.icca import (ICCAState, effective_sample_size, latent_mean, propose_new_dishes, run_icca,
+                                  sample_ibp, sample_z, split_rhat)
 from malt.context import Context
 from malt.datasets.synthetic_cca import synthetic_cca
 
@@ -60,23 +60,44 @@ def test_birth_acceptance_is_the_marginal_likelihood_ratio():
     assert st.B[2].all() and not np.delete(st.B, 2, axis=0).any()
 
 
+def test_convergence_diagnostics_on_sequences_with_known_answers():
+    """ESS of i.i.d. draws ≈ n; of an AR(1) with φ = 0.8, n(1 − φ)/(1 + φ) = n/9 (its integrated
+    autocorrelation time is (1 + φ)/(1 − φ)); split-R̂ ≈ 1 for a stationary sequence, well above for a trend."""
+    rng = np.random.default_rng(0)
+    n = 20000
+    iid = rng.standard_normal(n)
+    assert abs(effective_sample_size(iid) / n - 1) < 0.1
+    ar = np.empty(n)
+    ar[0] = 0.0
+    e = rng.standard_normal(n)
+    for t in range(1, n):
+        ar[t] = 0.8 * ar[t - 1] + e[t]
+    assert abs(effective_sample_size(ar) / (n / 9) - 1) < 0.2
+    assert split_rhat(iid) < 1.01
+    assert split_rhat(iid[:400] + np.linspace(0, 3, 400)) > 1.2
+    assert split_rhat(np.full(100, 4.0)) == 1.0 and split_rhat(np.repeat([3.0, 4.0], 50)) == np.inf
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_recovers_planted_components_and_sparsity(seed):
-    """§5.1 setting: 4 components, 63 % zeros; the chain settles on K = 4 with a sparse W."""
+    """§5.1 setting: 4 components, 63 % zeros; the chain settles on K = 4 with a sparse W, and decides
+    by itself that it has converged well before its cap."""
     ds = synthetic_cca(seed=seed)
     A = np.hstack([ds.components["X"], ds.components["Y"]])
     A = (A - A.mean(0)) / A.std(0)
     Ks, sparsity = [], []
 
-    def collect(st, _A, _t):
-        Ks.append(st.B.shape[1])
-        sparsity.append(1 - st.B.mean())
+    def collect(st, _A, t):
+        Ks.append((t, st.B.shape[1]))
+        sparsity.append((t, 1 - st.B.mean()))
 
-    run_icca(A, np.zeros(A.shape, bool), n_sweeps=300, burn_in=150, alpha=1.0,
-             rng=np.random.default_rng(seed), callback=collect)
-    K_mode = np.bincount(Ks).argmax()
+    _, diag = run_icca(A, np.zeros(A.shape, bool), alpha=1.0, rng=np.random.default_rng(seed), min_sweeps=300,
+                       max_sweeps=1500, callback=collect)
+    assert diag["converged"] and diag["sweeps"] < 1500 and diag["burn_in"] == diag["sweeps"] // 2
+    assert all(v < 1.05 for v in diag["rhat"].values()) and all(v >= 50 for v in diag["ess"].values())
+    K_mode = np.bincount([k for t, k in Ks if t >= diag["burn_in"]]).argmax()
     assert K_mode == 4
-    assert 0.35 < np.mean(sparsity) < 0.75
+    assert 0.35 < np.mean([v for t, v in sparsity if t >= diag["burn_in"]]) < 0.75
 
 
 def test_multilabel_models_1_and_2_beat_the_label_prior():
@@ -94,16 +115,29 @@ def test_multilabel_models_1_and_2_beat_the_label_prior():
     split = MultilabelSplit(X[train], Ytr, X[test], train, test)
     algo = get("icca")
     for semi in (False, True):
-        pred = algo().run(split, algo.Params(semi_supervised=semi, sweeps=120, burn_in=60),
+        pred = algo().run(split, algo.Params(semi_supervised=semi, min_sweeps=100, max_sweeps=300),
                           Context.for_arrays(X, seed=0))
         assert pred.scores.shape == (40, L)
         acc = np.mean(pred.labels == Y[test])
         prior = np.mean(np.maximum(Y[train].mean(0), 1 - Y[train].mean(0)))
         assert acc > max(0.8, prior + 0.1), (semi, acc)
-        assert pred.diagnostics["K"] >= 1 and 0 <= pred.diagnostics["sparsity"] < 1
+        d = pred.diagnostics
+        assert d["K"] >= 1 and 0 <= d["sparsity"] < 1
+        assert 100 <= d["sweeps"] <= 300 and d["samples_averaged"] >= 5
+        assert set(d["rhat"]) == set(d["ess"]) == {"log_likelihood", "K", "sigma_v2", "mean_log_psi"}
 
 
-def test_bad_burn_in_is_a_user_error():
+def test_an_unconverged_chain_says_so():
+    """Capped at its minimum on the §5.1 data (births still growing K), the chain reports converged=False."""
+    ds = synthetic_cca(seed=0)
+    A = np.hstack([ds.components["X"], ds.components["Y"]])
+    A = (A - A.mean(0)) / A.std(0)
+    _, diag = run_icca(A, np.zeros(A.shape, bool), alpha=1.0, rng=np.random.default_rng(0), min_sweeps=8,
+                       max_sweeps=8)
+    assert diag["sweeps"] == 8 and not diag["converged"]
+
+
+def test_bad_sweep_bounds_are_a_user_error():
     from malt.errors import MaltError
     from malt.registry import get
     from malt.splits import MultilabelSplit
@@ -111,5 +145,5 @@ def test_bad_burn_in_is_a_user_error():
     X = np.zeros((4, 2))
     split = MultilabelSplit(X[:2], np.zeros((2, 1)), X[2:], np.arange(2), np.arange(2, 4))
     algo = get("icca")
-    with pytest.raises(MaltError, match="burn_in"):
-        algo().run(split, algo.Params(sweeps=10, burn_in=10), Context.for_arrays(X))
+    with pytest.raises(MaltError, match="min_sweeps"):
+        algo().run(split, algo.Params(min_sweeps=20, max_sweeps=10), Context.for_arrays(X))

@@ -95,7 +95,7 @@ def test_pca_svm_with_all_components_equals_direct_linear_svm():
 
     split, X, _ = _toy_split()
     algo = get("pca-svm")
-    pred = algo().run(split, algo.Params(k=8, C=0.5), Context.for_arrays(X))
+    pred = algo().run(split, algo.Params(select="none", k=8, C=0.5), Context.for_arrays(X))
     mean, std = split.X_train.mean(0), split.X_train.std(0)
     Xtr, Xte = (split.X_train - mean) / std, (split.X_test - mean) / std
     direct = np.column_stack([LinearSVC(C=0.5, max_iter=100000, tol=1e-8).fit(Xtr, split.Y_train[:, j])
@@ -113,6 +113,24 @@ def test_subspace_baselines_predict_toy_labels(name):
     assert pred.scores.shape == Yte.shape
     assert np.mean(pred.labels == Yte) > 0.85
     assert pred.diagnostics["K"] >= 1
+    # K chosen by malt.selection's inner CV, reported in its vocabulary
+    assert pred.diagnostics["selected"] == {"k": pred.diagnostics["K"]}
+    assert pred.diagnostics["inner_cv_candidates"] == len({min(k, 3 if name == "cca" else 8)
+                                                            for k in algo.Params().k_grid})
+
+
+def test_inner_cv_picks_the_dimension_that_carries_the_labels():
+    """Labels driven by 2 latent directions among 8 noisy features: the inner CV of cca settles on a
+    small K, and a single-candidate grid reproduces select='none' at that K exactly."""
+    from malt.registry import get
+
+    split, X, _ = _toy_split(2)
+    algo = get("cca")
+    tuned = algo().run(split, algo.Params(), Context.for_arrays(X, seed=3))
+    assert tuned.diagnostics["K"] <= 3
+    fixed = algo().run(split, algo.Params(select="none", k=tuned.diagnostics["K"]), Context.for_arrays(X))
+    one = algo().run(split, algo.Params(k_grid=(tuned.diagnostics["K"],)), Context.for_arrays(X))
+    np.testing.assert_allclose(fixed.scores, one.scores)
 
 
 def test_synthetic_cca_generator_matches_section_5_1():

@@ -303,29 +303,73 @@ def test_ctm_matches_tomotopy_ctm_on_document_completion():
     assert 0.99 * oracle < ours < 1.03 * oracle, (ours, oracle)
 
 
-def test_figure_helpers_labelled_draw_and_mustlink_embedding_separates_classes(corpus):
-    """Figures 6.2/6.4: with every label in 𝒦_ML (within-class prior variance c = 0.1) the GPTM
-    embedding makes the RBF SVM (fitted on a third of the documents) nearly error-free, better than
-    with no constraints at all; with c = 1 the learned Σ collapses and F merely follows λ."""
-    from malt.algorithms.topics import figures
+def test_mustlink_labels_draw_exact_counts_one_per_class_first():
+    from malt.algorithms.topics.models import mustlink_labels
 
-    y = np.asarray(corpus["y"])
-    idx = figures.draw_labelled(y, 5, np.random.default_rng(0))
-    assert idx.size == 5 and set(y[idx]) == set(y) and np.unique(idx).size == 5
-    docs, K = corpus["docs"], 3
-    lab = figures.draw_labelled(y, 50, np.random.default_rng(1))
-    F_all = figures.gptm_embedding(docs, K, kernels.mustlink_kernel(y, gamma=1.0, c=0.1), iters=15)
-    F_none = figures.gptm_embedding(docs, K, kernels.mustlink_kernel(np.full_like(y, -1), c=0.1), iters=15)
-    assert figures.logistic_coordinates(F_all).shape == (len(y), K - 1)
-    e_all, e_none = figures.svm_error(F_all, y, lab), figures.svm_error(F_none, y, lab)
+    y = np.repeat([0, 1, 2], 20)
+    for n in (3, 10, 60):
+        out = mustlink_labels(y, GPTM.Params(kernel="mustlink", n_labelled=n), np.random.default_rng(n))
+        known = out >= 0
+        assert known.sum() == n and np.all(out[known] == y[known]) and set(out[known]) == {0, 1, 2}
+    frac = mustlink_labels(y, GPTM.Params(kernel="mustlink", labelled=0.5), np.random.default_rng(0))
+    assert 15 < (frac >= 0).sum() < 45
+
+
+def test_mustlink_kernel_with_every_label_separates_the_classes(corpus):
+    """Figure 6.4's claim, transductive as in the thesis (every document in the fit): with every label
+    in 𝒦_ML (within-class prior variance c = 0.1) a linear SVM trained on a third of the documents' F
+    classifies the rest almost perfectly, better than with no must-link pairs at all."""
+    from sklearn.svm import LinearSVC
+
+    y, docs = np.asarray(corpus["y"]), corpus["docs"]
+    lab = np.arange(len(y)) % 3 == 0
+
+    def error(labels):
+        F = gptm.fit_gptm(docs, kernels.mustlink_kernel(labels, gamma=1.0, c=0.1), 3, np.random.default_rng(0),
+                          iters=15)["F"].T
+        Z = (F - F.mean(0)) / F.std(0)
+        return np.mean(LinearSVC(C=1.0).fit(Z[lab], y[lab]).predict(Z[~lab]) != y[~lab])
+
+    e_all, e_none = error(y), error(np.full_like(y, -1))
     assert e_all < 0.05 and e_all <= e_none, (e_all, e_none)
 
 
-def test_figures_cli_rejects_unknown_dataset(tmp_path, capsys):
-    from malt.algorithms.topics import figures
+def test_inner_cv_chooses_the_kernel_strength_and_reports_it(corpus):
+    """select=inner-cv through malt/selection.py: the chosen (γ, c) come from the grids, are reported,
+    and the final fit with them equals a run with those values given (same seed after selection aside,
+    the perplexities are finite and the selection is deterministic)."""
+    p = GPTM.Params(kernel="knn", select="inner-cv", inner_folds=2, gamma_grid=(1.0, 0.01), c_grid=(0.1,),
+                    iters=6, test_iters=4)
+    s1, pred = _run(GPTM(), p, corpus)
+    s2, pred2 = _run(GPTM(), p, corpus)
+    d = pred.diagnostics
+    assert d["selected"]["gamma"] in (1.0, 0.01) and d["c"] == 0.1 and d["inner_cv_candidates"] == 2
+    assert d["selected"] == pred2.diagnostics["selected"] and s1 == s2
+    assert np.isfinite(s1["perplexity_conditional"])
 
-    with pytest.raises(SystemExit) as exc:
-        figures.main(["embeddings", "--dataset", "no-such-corpus", "--out", str(tmp_path / "out")])
-    assert exc.value.code != 0 and not (tmp_path / "out").exists()
-    err = capsys.readouterr().err
-    assert err.startswith("error:") and len(err.strip().splitlines()) == 1
+
+def test_top_words_script_reads_what_malt_cv_stored(tmp_path):
+    """Tables 6.3-6.5 come from a `malt cv` run: the script lists each topic's words from the stored
+    diagnostics, and fails with one line on a folder that is not a repository."""
+    import importlib.util
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from malt.cli import main
+
+    repo = tmp_path / "repo"
+    result = CliRunner().invoke(main, ["cv", "--repo", str(repo), "--algo", "ctm", "--param", "iters=3",
+                                       "--param", "test_iters=3", "--param", "top_n=4", "--dataset",
+                                       "synthetic-ctm", "--task", "topics", "--folds", "2", "--quiet"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    path = Path(__file__).resolve().parents[1] / "figures.d" / "scripts" / "topics_top_words.py"
+    spec = importlib.util.spec_from_file_location("topics_top_words", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    text = script.top_word_tables(repo, "synthetic-ctm", fold=1)
+    assert "### ctm" in text and "| Topic 1 | Topic 2 | Topic 3 |" in text
+    rows = [line for line in text.splitlines() if line.startswith("| w")]
+    assert len(rows) == 4 and all(len(r.split("|")) == 5 for r in rows)
+    assert script.main([str(tmp_path / "nothing-here"), "--dataset", "x"]) == 2

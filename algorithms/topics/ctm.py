@@ -74,8 +74,9 @@ def update_lambda(counts, lam, nu2, zeta, beta, M, Sigma_inv, steps: int = 3):
 
     def obj(L):
         R = L - M
-        return (-0.5 * np.einsum("dk,kl,dl->d", R, Sigma_inv, R) + np.sum(L * S, axis=1)
-                - c * np.exp(L + nu2 / 2).sum(axis=1))
+        with np.errstate(over="ignore"):  # an overshooting step scores -inf and is halved below
+            return (-0.5 * np.einsum("dk,kl,dl->d", R, Sigma_inv, R) + np.sum(L * S, axis=1)
+                    - c * np.exp(L + nu2 / 2).sum(axis=1))
 
     K = lam.shape[1]
     for _ in range(steps):

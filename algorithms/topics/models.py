@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from malt.errors import InvalidParameterError
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
+from malt.selection import InnerCVParams, candidates, inner_fold_ids, select
 from malt.splits import Prediction, TopicsSplit
 
 from . import ctm, gptm, kernels
@@ -28,7 +29,7 @@ class CTMParams(Params):
 
 
 @dataclass(frozen=True, kw_only=True)
-class GPTMParams(CTMParams):
+class GPTMParams(CTMParams, InnerCVParams):
     sigma: str = param("learned", "topic covariance Σ: learned (6.12) or fixed identity (GPTM-SI)",
                        Options("learned", "identity"))
     kernel: str = param("knn", "document kernel 𝒦: identity (GPTM-KI), knn (6.21) or mustlink (6.22)",
@@ -40,11 +41,23 @@ class GPTMParams(CTMParams):
                      Interval(0, None, "neither"))
     labelled: float = param(1.0, "fraction of training labels turned into must-link pairs (mustlink kernel)",
                             Interval(0, 1))
+    n_labelled: int | None = param(None, "exact number of training documents whose labels become must-link "
+                                   "pairs, at least one per class when possible (overrides labelled; "
+                                   "Figure 6.4's 10 / 100 / all)", Interval(0, None))
+    gamma_grid: tuple[float, ...] = param((1.0, 0.1, 0.01), "candidate γ for select=inner-cv (knn, mustlink)",
+                                          Interval(0, None, "neither"))
+    c_grid: tuple[float, ...] = param((1.0, 0.1, 0.01), "candidate c for select=inner-cv (knn, mustlink)",
+                                      Interval(0, None, "neither"))
 
 
 def _ctm_diag(fit, vocab, top_n):
     return {"iterations": len(fit["bounds"]), "final_bound": fit["bounds"][-1],
             "top_words": ctm.top_words(fit["beta"], vocab, top_n)}
+
+
+def _em_progress(ctx, iters, start=0.0, span=1.0, what="EM"):
+    """A ``trace`` callback for the EM loops that reports through ``ctx.progress``."""
+    return lambda it, bound: ctx.progress(start + span * (it + 1) / iters, f"{what} iteration {it + 1}/{iters}")
 
 
 @register
@@ -58,36 +71,99 @@ class CTM(Algorithm):
 
     def run(self, split: TopicsSplit, params: CTMParams, ctx) -> Prediction:
         fit = ctm.fit_ctm(split.docs_train, params.topics, ctx.rng, params.iters, params.e_iters, params.tol,
-                          smoothing=params.smoothing)
+                          smoothing=params.smoothing, trace=_em_progress(ctx, params.iters))
         M = np.broadcast_to(fit["mu"], (split.docs_test.shape[0], params.topics))
         lam, _, _, ll = ctm.infer_documents(split.docs_test, fit["beta"], M, fit["Sigma"], params.test_iters)
         return Prediction(extras={"loglik": ll, "embedding_train": fit["lam"], "embedding_test": lam},
                           diagnostics=_ctm_diag(fit, split.vocab, params.top_n))
 
 
-def document_kernel(split: TopicsSplit, params: GPTMParams, ctx) -> np.ndarray:
-    """The (n_train + n_test) kernel over [training docs; held-out docs] for the chosen ``kernel``."""
+def mustlink_labels(labels: np.ndarray, params: GPTMParams, rng: np.random.Generator) -> np.ndarray:
+    """Class ids of the training documents whose labels become must-link pairs, -1 for the rest.
+
+    ``n_labelled`` documents drawn at random (one per class first, when there are enough), or each
+    document independently with probability ``labelled``.
+    """
+    y = np.asarray(labels)
+    if params.n_labelled is None:
+        return np.where(rng.random(y.size) < params.labelled, y, -1)
+    n = min(params.n_labelled, y.size)
+    classes = np.unique(y)
+    first = [rng.choice(np.flatnonzero(y == c)) for c in classes] if n >= classes.size else []
+    rest = rng.permutation(np.setdiff1d(np.arange(y.size), first))[: n - len(first)]
+    keep = np.concatenate([np.asarray(first, dtype=int), rest.astype(int)])
+    out = np.full(y.size, -1)
+    out[keep] = y[keep]
+    return out
+
+
+def knn_kernel_all(split: TopicsSplit, params: GPTMParams, ctx, gamma: float, c: float) -> np.ndarray:
+    """𝒦_NN (6.21) over [training docs; held-out docs] (the graph uses every document's words, as in §6.3.3)."""
+    rows = np.concatenate([split.train_index, split.test_index])
+    perm = np.argsort(rows)  # dataset-row order, the same for every fold
+
+    def build():
+        docs = sp.vstack([split.docs_train, split.docs_test]).tocsr()[perm]
+        return kernels.knn_kernel(docs, params.k, gamma, params.sigma2, c)
+
+    Kall = ctx.cached("gptm-knn-kernel", {"k": params.k, "gamma": gamma, "sigma2": params.sigma2, "c": c,
+                                           "rows": [int(rows.size), int(rows.sum())]}, build)
+    inv = np.argsort(perm)
+    return Kall[np.ix_(inv, inv)]
+
+
+def document_kernel(split: TopicsSplit, params: GPTMParams, ctx, known: np.ndarray | None = None) -> np.ndarray:
+    """The (n_train + n_test) kernel over [training docs; held-out docs] for the chosen ``kernel``.
+
+    ``known`` (mustlink): class id per training document, -1 where its label is not used.
+    """
     ntr, nte = split.docs_train.shape[0], split.docs_test.shape[0]
     if params.kernel == "identity":
         return np.eye(ntr + nte)
     if params.kernel == "knn":
-        rows = np.concatenate([split.train_index, split.test_index])
-        perm = np.argsort(rows)  # dataset-row order, the same for every fold
+        return knn_kernel_all(split, params, ctx, params.gamma, params.c)
+    return kernels.mustlink_kernel(np.concatenate([known, np.full(nte, -1)]), params.gamma, params.c)
 
-        def build():
-            docs = sp.vstack([split.docs_train, split.docs_test]).tocsr()[perm]
-            return kernels.knn_kernel(docs, params.k, params.gamma, params.sigma2, params.c)
 
-        Kall = ctx.cached("gptm-knn-kernel", {"k": params.k, "gamma": params.gamma, "sigma2": params.sigma2,
-                                               "c": params.c, "rows": [int(rows.size), int(rows.sum())]}, build)
-        inv = np.argsort(perm)
-        return Kall[np.ix_(inv, inv)]
-    if split.labels_train is None:
-        raise InvalidParameterError("kernel=mustlink needs class labels 'y' in the dataset; use kernel=knn or identity")
-    y = np.full(ntr + nte, -1)
-    known = ctx.rng.random(ntr) < params.labelled
-    y[:ntr] = np.where(known, split.labels_train, -1)
-    return kernels.mustlink_kernel(y, params.gamma, params.c)
+def fit_and_score(docs_train, docs_test, Kall, params: GPTMParams, rng, trace=None):
+    """Fit GPTM on ``docs_train`` with 𝒦 = Kall[:n, :n], infer the held-out documents (6.16–6.20).
+
+    Returns (fit, F_* (K, M), conditional bounds (M,), joint bound of 6.23).
+    """
+    ntr = docs_train.shape[0]
+    K_ff, K_sf, K_ss = Kall[:ntr, :ntr], Kall[ntr:, :ntr], Kall[ntr:, ntr:]
+    fit = gptm.fit_gptm(docs_train, K_ff, params.topics, rng, learn_sigma=params.sigma == "learned",
+                        iters=params.iters, e_iters=params.e_iters, tol=params.tol, smoothing=params.smoothing,
+                        trace=trace)
+    Fbar, Kbar = gptm.gp_conditional(fit["F"], K_ff, K_sf, K_ss)
+    Fs, _, cond, joint = gptm.infer_new(docs_test, fit["beta"], fit["Sigma"], Fbar, Kbar, iters=params.test_iters)
+    return fit, Fs, cond, joint
+
+
+def select_kernel_strength(split: TopicsSplit, params: GPTMParams, ctx, known: np.ndarray):
+    """(γ, c) by inner cross-validation on the training documents (the thesis tuned them per data set,
+    §6.4): each candidate is fitted on the other inner folds and scored by the conditional perplexity
+    (6.24) of the held-out inner fold — a distribution over documents, so candidates with different
+    kernel scales compare fairly (the joint perplexity 6.23 includes the density of F_*, which grows
+    without bound as the kernel shrinks). Returns a `malt.selection.Selection`."""
+    ntr = split.docs_train.shape[0]
+    ids = inner_fold_ids(ntr, params.inner_folds, ctx.rng, strata=split.labels_train)
+    options = candidates(params, {"gamma": params.gamma_grid, "c": params.c_grid})
+    seeds = ctx.rng.integers(2 ** 32, size=2)
+
+    def evaluate(option: GPTMParams, train: np.ndarray, val: np.ndarray) -> float:
+        order = np.concatenate([train, val])
+        if option.kernel == "knn":
+            Kall = knn_kernel_all(split, option, ctx, option.gamma, option.c)[np.ix_(order, order)]
+        else:
+            Kall = kernels.mustlink_kernel(np.concatenate([known[train], np.full(val.size, -1)]), option.gamma,
+                                           option.c)
+        _, _, cond, _ = fit_and_score(split.docs_train[train], split.docs_train[val], Kall, option,
+                                      np.random.default_rng(seeds))
+        return float(-cond.sum() / max(split.docs_train[val].sum(), 1.0))  # log conditional perplexity
+
+    return select(options, evaluate, ids, better="lower",
+                  progress=lambda f: ctx.progress(0.8 * f, "inner CV over (γ, c)"))
 
 
 @register
@@ -100,15 +176,23 @@ class GPTM(Algorithm):
     version = "1"
 
     def run(self, split: TopicsSplit, params: GPTMParams, ctx) -> Prediction:
-        ntr = split.docs_train.shape[0]
-        Kall = document_kernel(split, params, ctx)
-        K_ff, K_sf, K_ss = Kall[:ntr, :ntr], Kall[ntr:, :ntr], Kall[ntr:, ntr:]
-        fit = gptm.fit_gptm(split.docs_train, K_ff, params.topics, ctx.rng, learn_sigma=params.sigma == "learned",
-                            iters=params.iters, e_iters=params.e_iters, tol=params.tol,
-                            smoothing=params.smoothing)
-        Fbar, Kbar = gptm.gp_conditional(fit["F"], K_ff, K_sf, K_ss)
-        Fs, lam, cond, joint = gptm.infer_new(split.docs_test, fit["beta"], fit["Sigma"], Fbar, Kbar,
-                                              iters=params.test_iters)
+        known = None
+        if params.kernel == "mustlink":
+            if split.labels_train is None:
+                raise InvalidParameterError("kernel=mustlink needs class labels 'y' in the dataset; use kernel=knn "
+                                            "or identity")
+            known = mustlink_labels(split.labels_train, params, ctx.rng)
+        diagnostics = {}
+        start = 0.0
+        if params.select == "inner-cv" and params.kernel != "identity":
+            choice = select_kernel_strength(split, params, ctx, known)
+            params = choice.best
+            diagnostics.update(choice.diagnostics())
+            start = 0.8
+        Kall = document_kernel(split, params, ctx, known)
+        fit, Fs, cond, joint = fit_and_score(split.docs_train, split.docs_test, Kall, params, ctx.rng,
+                                             trace=_em_progress(ctx, params.iters, start, 1.0 - start))
+        diagnostics.update(_ctm_diag(fit, split.vocab, params.top_n))
+        diagnostics.update({"gamma": params.gamma, "c": params.c, "sigma_trace": float(np.trace(fit["Sigma"]))})
         return Prediction(extras={"loglik": cond, "loglik_joint": joint, "embedding_train": fit["F"].T,
-                                  "embedding_test": Fs.T},
-                          diagnostics=_ctm_diag(fit, split.vocab, params.top_n))
+                                  "embedding_test": Fs.T}, diagnostics=diagnostics)
