@@ -90,6 +90,7 @@ class Plan:
             "experiment": self.experiment,
             "fit": self.fit,
             "dataset": self.dataset.name,
+            "dataset_ref": self.source.get("name") or self.source.get("path") or self.source.get("ref"),
             "source": self.source,
             "dataset_hash": self.dataset.hash,
             "task": self.task.name,

@@ -30,8 +30,8 @@ def open_source(ref: str, repo=None, labels: str | None = None) -> tuple[Dataset
         dataset = repo.datasets.load(ref)
         return dataset, {"kind": "imported", "name": ref, "hash": dataset.hash}
     dataset = open_dataset(ref, repo, labels=labels)
-    if dataset.name in catalogue() and not Path(ref).suffix:
-        return dataset, {"kind": "catalogue", "name": dataset.name}
+    if ref in catalogue():
+        return dataset, {"kind": "catalogue", "name": ref}
     path = Path(ref).expanduser().resolve()
     label_option = labels
     if labels and not labels.isdigit() and Path(labels).expanduser().exists():

@@ -24,8 +24,8 @@ def test_given_split_is_the_mulan_training_file_then_its_test_file():
 
 def test_repeats_rerun_a_seeded_sampler_with_different_seeds(repo_path):
     require_data("multilabel/scene/scene-train.arff")
-    run_malt("cv", "--repo", str(repo_path), "--quiet", "--algo", "icca", "--param", "sweeps=4",
-             "--param", "burn_in=2", "--dataset", "scene", "--task-param", "split=given",
+    run_malt("cv", "--repo", str(repo_path), "--quiet", "--algo", "icca", "--param", "max_sweeps=4",
+             "--param", "min_sweeps=4", "--param", "thin=1", "--dataset", "scene", "--task-param", "split=given",
              "--task-param", "repeats=2")
     frame = ResultSet.load(repo_path).frame
     auc = frame[frame.metric == "auc"].sort_values("fold")

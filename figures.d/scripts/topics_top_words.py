@@ -24,7 +24,8 @@ def top_word_tables(repo_path, dataset: str, fold: int = 0) -> str:
         spec = repo.read_spec(exp)
         if dataset not in (spec["dataset"], spec.get("dataset_ref")) or spec["task"] != "topics":
             continue
-        for rec in sorted(repo.units(exp).values(), key=lambda r: (r["algorithm"], str(r["params"]))):
+        units, _, _ = repo.experiment(exp).read_log()
+        for rec in sorted(units.values(), key=lambda r: (r["algorithm"], str(r["params"]))):
             diagnostics = rec.get("diagnostics") or {}
             words = diagnostics.get("top_words")
             if rec["fold"] != fold or rec["status"] != "ok" or not words:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from malt import metrics
+from malt import metrics, paper_metrics
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.splits import MultilabelSplit, Prediction
@@ -62,6 +62,15 @@ class MultilabelTask(Task):
                            "them as 1)"),
         Metric("auc", "Macro AUC", "higher", True,
                conventions="labels without both classes in the fold are left out; tied scores get average ranks"),
+        # Rai & Daumé 2009, Table 1, as its numbers read (see malt.paper_metrics)
+        Metric("rd_accuracy", "Overall accuracy (Rai & Daumé)", "higher", True,
+               conventions="fraction of (instance, label) entries decided correctly: 1 - Hamming loss"),
+        Metric("rd_f1_macro", "Macro-F1 (Rai & Daumé)", "higher", True,
+               conventions="a label with no positive and no positive decision in the fold scores 0"),
+        Metric("rd_f1_micro", "Micro-F1 (Rai & Daumé)", "higher", True,
+               conventions="pooled counts; 0 when there is no positive at all"),
+        Metric("rd_auc", "AUC of label decisions (Rai & Daumé)", "higher", True,
+               conventions="mean over labels with both classes of (TPR + TNR) / 2 of the 0/1 decisions"),
     )
     settings = (Setting("missing", "Hidden training labels", "%", 100.0),
                 Setting("labeled", "Labelled training rows"))
@@ -155,4 +164,6 @@ class MultilabelTask(Task):
         Y = np.asarray(dataset["Y"], dtype=float)[split.test_index]
         keep = ~np.isnan(Y).any(axis=1)  # test rows with an unknown label are not scored
         scores = np.asarray(packed["scores"], dtype=float)[keep]
-        return metrics.multilabel_scores(Y[keep], scores, packed["labels"][keep])
+        out = metrics.multilabel_scores(Y[keep], scores, packed["labels"][keep])
+        out.update(paper_metrics.rai_daume_scores(Y[keep], packed["labels"][keep]))
+        return out
