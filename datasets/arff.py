@@ -361,7 +361,8 @@ def _fast_dense(lines: list[tuple[int, str]], attributes: list[Attribute]) -> np
             data = np.array(tokens, dtype=float).reshape(n, n_attr)
         except ValueError:
             data = None
-        if data is not None:
+        binary = [j for j, a in enumerate(attributes) if a.kind == "nominal"]
+        if data is not None and all(set(tokens[j::n_attr]) <= {"0", "1"} for j in binary):
             return data
     cells = np.array(tokens, dtype=str).reshape(n, n_attr)
     if " " in block or "\t" in block:

@@ -128,6 +128,10 @@ class Dataset:
             Yd = np.asarray(Y, dtype=float)
             info["label cardinality"] = round(float(np.nansum(Yd) / Yd.shape[0]), 3)
             info["label density"] = round(float(np.nanmean(Yd)), 3)
+        for key in ("source", "notes", "imputed"):
+            value = self.meta.get(key)
+            if value:
+                info[key] = "; ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
         return info
 
 

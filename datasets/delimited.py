@@ -109,14 +109,19 @@ def _fields(line: str, sep: str | None) -> list[str]:
 
 
 def sniff_delimiter(lines: list[str]) -> str | None:
-    """The delimiter that splits each of the first 20 lines into the same number (> 1) of fields;
-    None (whitespace) when none does."""
+    """The delimiter that splits the first line into more than one field and the most of the first
+    20 lines into as many (ties: the order of `DELIMITERS`); None (whitespace) when none splits it."""
     sample = lines[:20]
+    best, best_share = None, 0.0
     for sep in DELIMITERS:
-        counts = {len(_fields(line, sep)) for line in sample}
-        if len(counts) == 1 and counts.pop() > 1:
-            return sep
-    return None
+        try:
+            width = len(_fields(sample[0], sep))
+            share = sum(len(_fields(line, sep)) == width for line in sample) / len(sample)
+        except csv.Error:
+            continue
+        if width > 1 and share > best_share:
+            best, best_share = sep, share
+    return best
 
 
 def _detect_header(rows: list[list[str]]) -> bool:
@@ -303,6 +308,22 @@ def class_column(path: Path, column: pd.Series, name) -> tuple[np.ndarray, list[
 
 
 # ---- the dataset ---------------------------------------------------------------------------------
+def impute_features(X: np.ndarray, impute: str, meta: dict, path: Path, names=None) -> np.ndarray:
+    """Refuse a feature column with no value at all; with impute='mean' fill the other gaps by the
+    column mean (the count recorded in ``meta['imputed']``)."""
+    if impute not in ("none", "mean"):
+        raise DataError(f"impute must be 'none' or 'mean', got {impute!r}.")
+    empty = np.flatnonzero(np.isnan(X).all(axis=0))
+    if empty.size:
+        j = int(empty[0])
+        shown = _label_for(names[j]) if names and j < len(names) else str(j)
+        raise DataError(f"{path}: feature column {shown} has no values at all; remove it from the file.")
+    if impute == "mean":
+        X, count = impute_mean(X)
+        meta["imputed"] = f"{count} missing feature values replaced by column means"
+    return X
+
+
 def _choose_labels(path: Path, labels: str | None, names: list, keep: list[int], has_header: bool):
     """(label column indices, multi-label?) from the ``labels`` argument."""
     spec = labels.strip() if labels is not None else None
@@ -341,9 +362,10 @@ def load_delimited(path: Path, name: str, labels: str | None = None, impute: str
     """
     path = Path(path)
     validate_name("dataset", name)
-    if impute not in ("none", "mean"):
-        raise DataError(f"impute must be 'none' or 'mean', got {impute!r}.")
     frame, has_header = read_frame(path, header)
+    if len(frame) < 2:
+        raise DataError(f"{path} has {len(frame)} data row; a dataset needs at least 2 (and at least as many as "
+                        "cross-validation folds).")
     names = list(frame.columns)
     keep = [j for j in range(len(names)) if j not in set(drop)]
     if len(keep) < 2:
@@ -362,13 +384,7 @@ def load_delimited(path: Path, name: str, labels: str | None = None, impute: str
     meta = {"source_files": [str(path)], "feature_names": feature_names if has_header or notes else []}
     if notes:
         meta["notes"] = notes
-    empty = np.flatnonzero(np.isnan(X).all(axis=0))
-    if empty.size:
-        raise DataError(f"{path}: feature column {_label_for(feature_names[empty[0]])} has no values at all; "
-                        "remove it from the file.")
-    if impute == "mean":
-        X, count = impute_mean(X)
-        meta["imputed"] = f"{count} missing feature values replaced by column means"
+    X = impute_features(X, impute, meta, path, feature_names)
     if multi:
         Y = np.column_stack([label_column(path, frame.iloc[:, j], names[j]) for j in label_cols])
         meta["label_names"] = [str(names[j]) for j in label_cols]

@@ -17,7 +17,7 @@ from malt.errors import DataError
 
 from .arff import Arff, feature_matrix, label_matrix, read_arff
 from .catalogue import DataRoots, DatasetEntry, Remote, register_dataset
-from .dataset import Dataset
+from .dataset import Dataset, check_labels
 from .textfile import read_bytes
 
 _MULAN = "https://raw.githubusercontent.com/tsoumakas/mulan/43f6389095ad71984264db4387a8074b22bc7d4a/data/multi-label"
@@ -98,8 +98,10 @@ def split_mulan(arff: Arff, label_names: list[str], drop: tuple[str, ...] = ()):
     return X, label_matrix(arff, label_cols), names
 
 
-def load_mulan(name: str, arff_paths: list, xml_path, meta: dict | None = None, drop: tuple[str, ...] = ()) -> Dataset:
-    """Read one or more ARFF files with a shared XML label header into a Dataset (X, Y)."""
+def load_mulan(name: str, arff_paths: list, xml_path, meta: dict | None = None, drop: tuple[str, ...] = (),
+               impute: str = "none") -> Dataset:
+    """Read one or more ARFF files with a shared XML label header into a Dataset (X, Y); ``impute``
+    'mean' fills missing feature values by column means."""
     labels = read_label_names(xml_path)
     parts, first = [], None
     for path in arff_paths:
@@ -113,12 +115,18 @@ def load_mulan(name: str, arff_paths: list, xml_path, meta: dict | None = None, 
     X = np.vstack([p[0] for p in parts])
     Y = np.vstack([p[1] for p in parts])
     info = {"label_names": labels, "feature_names": parts[0][2], "source_files": [str(p) for p in arff_paths]}
+    if impute != "none" or np.isnan(X).all(axis=0).any():
+        from .delimited import impute_features
+
+        X = impute_features(X, impute, info, Path(arff_paths[0]), parts[0][2])
     if drop:
         info["dropped_attributes"] = list(drop)
     if len(parts) == 2:
         info["given_train"] = int(parts[0][0].shape[0])
     info.update(meta or {})
-    return Dataset(name, {"X": X, "Y": Y}, info)
+    dataset = Dataset(name, {"X": X, "Y": Y}, info)
+    check_labels(dataset, examples=False)
+    return dataset
 
 
 _DROP = {"genbase": ("protein",)}

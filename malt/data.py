@@ -72,9 +72,7 @@ def load_file(path: Path, labels: str | None = None, name: str | None = None, im
         raise DataError(f"{path} is a folder; pass a data file (ARFF, CSV/TSV, optionally .gz).")
     name = name if name is not None else name_from_path(path)
     if ".arff" in path.name.lower():
-        dataset = _load_arff(path, labels, name)
-        if impute != "none":
-            raise DataError("--impute applies to CSV/TSV files; an ARFF file's missing values stay missing.")
+        dataset = _load_arff(path, labels, name, impute)
     else:
         from malt.datasets.delimited import load_delimited
 
@@ -83,7 +81,7 @@ def load_file(path: Path, labels: str | None = None, name: str | None = None, im
     return dataset
 
 
-def _load_arff(path: Path, labels: str | None, name: str) -> Dataset:
+def _load_arff(path: Path, labels: str | None, name: str, impute: str = "none") -> Dataset:
     from malt.datasets.arff import feature_matrix, label_matrix, read_arff
     from malt.datasets.mulan import load_mulan
 
@@ -99,10 +97,16 @@ def _load_arff(path: Path, labels: str | None, name: str) -> Dataset:
                             f"({path} has {n_attr} attributes).")
         X, feature_names = feature_matrix(arff, list(range(n_attr - n)))
         Y = label_matrix(arff, list(range(n_attr - n, n_attr)))
-        return Dataset(name, {"X": X, "Y": Y}, {"label_names": arff.names[-n:], "feature_names": feature_names,
-                                                 "source_files": [str(path)]})
+        meta = {"label_names": arff.names[-n:], "feature_names": feature_names, "source_files": [str(path)]}
+        return Dataset(name, {"X": _impute(X, impute, meta, path), "Y": Y}, meta)
     xml = Path(labels)
     if not xml.exists():
         raise DataError(f"--labels {labels}: no such file; pass MULAN's XML label file or a number of label "
                         "attributes (the last N).")
-    return load_mulan(name, [path], xml)
+    return load_mulan(name, [path], xml, impute=impute)
+
+
+def _impute(X, impute: str, meta: dict, path: Path):
+    from malt.datasets.delimited import impute_features
+
+    return impute_features(X, impute, meta, path, meta.get("feature_names"))
