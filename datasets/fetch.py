@@ -49,15 +49,22 @@ def fetch(item: DatasetEntry, target: Path, mirror: str | None = None, timeout: 
         check_url(mirror, "--mirror")
     target = Path(target)
     stop_at = time.monotonic() + deadline
-    done = []
-    for remote in item.remotes:
-        path = safe_destination(target, remote.path)
-        if path.is_file() and _sha256(path) == remote.sha256:
+    done: list[Path] = []
+    created: list[Path] = []
+    try:
+        for remote in item.remotes:
+            path = safe_destination(target, remote.path, created)
+            if path.is_file() and _sha256(path) == remote.sha256:
+                done.append(path)
+                continue
+            url = f"{mirror.rstrip('/')}/{remote.path}" if mirror else remote.url
+            _download(url, path, remote.sha256, stop_at, timeout, max_bytes)
             done.append(path)
-            continue
-        url = f"{mirror.rstrip('/')}/{remote.path}" if mirror else remote.url
-        _download(url, path, remote.sha256, stop_at, timeout, max_bytes)
-        done.append(path)
+    except BaseException:
+        for folder in reversed(created):  # folders this call made and left empty
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+        raise
     return done
 
 
@@ -68,9 +75,9 @@ def check_url(url: str, what: str = "URL") -> str:
     return url
 
 
-def safe_destination(root: Path, relpath: str) -> Path:
+def safe_destination(root: Path, relpath: str, created: list[Path] | None = None) -> Path:
     """root/relpath after checking that relpath stays below root and that no folder on the way is a
-    symbolic link; the folders are created (without following links)."""
+    symbolic link; missing folders are created (without following links) and appended to ``created``."""
     rel = Path(relpath)
     if rel.is_absolute() or ".." in rel.parts:
         raise DataError(f"Refusing to write {relpath!r}: the path leaves the data folder.")
@@ -82,6 +89,8 @@ def safe_destination(root: Path, relpath: str) -> Path:
                             "--repo).")
         if not current.exists():
             current.mkdir()
+            if created is not None:
+                created.append(current)
         elif not current.is_dir():
             raise DataError(f"Refusing to write under {current}: it is a file, not a folder.")
     path = root / rel

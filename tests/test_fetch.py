@@ -1,7 +1,7 @@
 """`malt.datasets.fetch` against a real HTTP server on 127.0.0.1 (http.server in a thread): a good
 download, a wrong checksum, the size cap (declared and streamed), the overall deadline, a truncated
-body, an HTTP error, a bad mirror URL and symbolic links in the way. After every failure no file
-and no `.part` file is left behind."""
+body, an HTTP error, a bad mirror URL and symbolic links in the way. After every failure no file,
+no `.part` file and no folder made by the call is left behind."""
 from __future__ import annotations
 
 import hashlib
@@ -74,14 +74,14 @@ def entry(name: str, sha: str | None = None) -> DatasetEntry:
 
 
 def leftovers(root):
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))  # files and folders
 
 
 def test_download_verifies_and_moves_into_place(server, tmp_path):
     paths = fetch(entry("ok"), tmp_path, mirror=server)
     assert paths == [tmp_path / "t" / "ok"] and paths[0].read_bytes() == PAYLOAD
     assert fetch(entry("ok"), tmp_path, mirror=server) == paths  # verified copy: nothing downloaded
-    assert leftovers(tmp_path) == ["t/ok"]
+    assert leftovers(tmp_path) == ["t", "t/ok"]
 
 
 @pytest.mark.parametrize("name,kwargs,message", [
