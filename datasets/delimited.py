@@ -153,6 +153,8 @@ def read_frame(path: Path, header: str = "auto", delimiter: str | None = None) -
         blob = raw  # ASCII: the bytes are the text, no decoding round trip (nor a copy)
     else:
         blob = read_text(path, "CSV").strip("\n").encode()
+    if not blob.strip():
+        raise DataError(f"{path} has no data rows (it is empty or blank).")
     # blank lines make the separator count below disagree, which sends the file to the line path
     plain = bool(blob) and not any(c in blob for c in (b"#", b"%", b'"'))
     if plain:

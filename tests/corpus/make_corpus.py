@@ -95,7 +95,7 @@ FILES: dict[str, str | bytes] = {
     "inf-feature.arff": arff(NUM3 + L2, ["1e999" + g[g.index(","):] if i == 3 else g for i, g in enumerate(GOOD)]),
     "all-labels.arff": arff(["l1 {0,1}", "l2 {0,1}"], [f"{i % 2},{(i + 1) % 2}" for i in range(12)]),
     "not-gzip.arff.gz": arff(NUM3 + L2, GOOD),
-    "truncated.arff.gz": gzip.compress(arff(NUM3 + L2, GOOD * 20).encode(), mtime=0)[:300],
+    "truncated.arff.gz": (lambda z: z[: len(z) // 2])(gzip.compress(arff(NUM3 + L2, GOOD * 20).encode(), mtime=0)),
     "random-bytes.arff": rng.bytes(4096),
     "empty.arff": "",
     "csv-named-arff.arff": "a,b,c\n1,2,3\n",
@@ -158,7 +158,8 @@ FILES: dict[str, str | bytes] = {
     "inf-feature.csv": "a,b,label\n" + "".join(f"{i},{'inf' if i == 3 else i},{i % 2}\n" for i in range(12)),
     "duplicate-header.csv": "a,a,label\n" + "".join(f"{i},{i},{i % 2}\n" for i in range(12)),
     "not-gzip.csv.gz": "a,b,label\n1,2,0\n3,4,1\n",
-    "truncated.csv.gz": gzip.compress(("a,b,label\n" + "1,2,0\n3,4,1\n" * 200).encode(), mtime=0)[:60],
+    "truncated.csv.gz": (lambda z: z[: len(z) // 2])(gzip.compress(("a,b,label\n" + "".join(
+        f"{i},{i * i},{i % 2}\n" for i in range(200))).encode(), mtime=0)),
     "random-bytes.csv": rng.bytes(4096),
     "binary-nul.csv": b"a,b,label\n1,2,0\x00\x00\x00\n",
     "unclosed-quote.csv": 'a,b,label\n"1,2,0\n3,4,1\n',
