@@ -16,7 +16,7 @@ from typing import Callable
 
 from malt.errors import DataError, unknown_name
 
-from .dataset import Dataset
+from .dataset import NAME_MAX, Dataset, validate_name  # noqa: F401  (validate_name: part of this API)
 
 
 @dataclass(frozen=True)
@@ -97,12 +97,39 @@ def catalogue() -> dict[str, DatasetEntry]:
     return dict(sorted(_CATALOGUE.items()))
 
 
+def resolve(name: str, known=None) -> str | None:
+    """The catalogue (or ``known``) name that ``name`` means: itself, or the one name equal to it
+    ignoring letter case (``CAL500`` -> ``cal500``); None when there is none or several."""
+    names = list(catalogue() if known is None else known)
+    if name in names:
+        return name
+    folded = [n for n in names if n.casefold() == name.casefold()]
+    return folded[0] if len(folded) == 1 else None
+
+
 def entry(name: str) -> DatasetEntry:
-    found = catalogue().get(name)
+    found = resolve(name)
     if found is None:
-        raise unknown_name("dataset", name, _CATALOGUE,
+        raise unknown_name("dataset", name, catalogue(),
                            "Run `malt datasets` to list them, or pass a file path or an imported name.")
-    return found
+    return _CATALOGUE[found]
+
+
+def describe_entry(item: DatasetEntry, roots: "DataRoots | None" = None) -> dict[str, str]:
+    """What `malt datasets show NAME` prints about a catalogue entry besides the data itself:
+    description, shape, citation/source, tasks, files and download locations."""
+    info = {"description": item.description, "shape": item.shape, "source": item.source,
+            "tasks": ", ".join(item.tasks) or "any"}
+    if item.files:
+        info["files"] = ", ".join(item.files)
+        if roots is not None:
+            info["available"] = "yes" if available(item, roots) else (
+                "no: `malt datasets fetch " + item.name + "`" if item.remotes else "no: place the files under MALT_DATA")
+    if item.remotes:
+        info["download"] = ", ".join(r.url for r in item.remotes)
+    return info
+
+
 
 
 def available(item: DatasetEntry, roots: DataRoots) -> bool:

@@ -22,15 +22,15 @@ def test_dense_sparse_nominal_and_quoted_rows(tmp_path):
     path = tmp_path / "x.arff"
     path.write_text("% comment\n@RELATION 'r'\n@attribute 'f one' numeric\n@attribute f2 {a,b}\n"
                     "@attribute lab {0,1}\n@data\n1.5,b,1\n?,'a',0\n{0 2.5,2 1}\n")
-    attributes, data, relation = read_arff(path)
-    assert relation == "r" and [a.name for a in attributes] == ["f one", "f2", "lab"]
-    np.testing.assert_array_equal(data, [[1.5, 1, 1], [np.nan, 0, 0], [2.5, 0, 1]])
+    arff = read_arff(path)
+    assert arff.relation == "r" and arff.names == ["f one", "f2", "lab"]
+    np.testing.assert_array_equal(arff.data, [[1.5, 1, 1], [np.nan, 0, 0], [2.5, 0, 1]])
 
 
 @pytest.mark.parametrize("body,problem", [
     ("@relation r\n@attribute a numeric\n@data\n1\nfoo\n", "line 5"),
     ("@relation r\n@attribute a numeric\n", "no @data"),
-    ("@relation r\n@attribute a string\n@data\n", "line 2"),
+    ("@relation r\n@attribute a strung\n@data\n", "line 2"),
     ("@relation r\n@attribute a numeric\n@data\n{3 1}\n", "line 4"),
 ])
 def test_malformed_files_name_file_and_line(tmp_path, body, problem):
