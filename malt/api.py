@@ -13,6 +13,7 @@ Errors are `malt.errors.MaltError` subclasses with the messages the CLI prints.
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -101,6 +102,12 @@ def task_options(task, options: Mapping[str, Any]):
     return task.Params.from_strings({k: _strings(v) for k, v in options.items()})
 
 
+def check_scheduler(address: str | None) -> None:
+    if address is not None and not re.fullmatch(r"(tcp|tls|inproc|ucx)://[^\s/:]+(:\d+)?/?", address):
+        raise InvalidParameterError(f"--scheduler expects a Dask scheduler address such as tcp://HOST:8786, got "
+                                    f"{address!r}.")
+
+
 def plan_experiment(algorithms, dataset, *, task=None, params=None, repo=None, labels=None, **options):
     """The Plan `cv` would run (validated; nothing is written)."""
     from malt import engine, registry
@@ -134,6 +141,7 @@ def cv(algorithms: str | Iterable[str], dataset: str, *, task: str | None = None
         raise InvalidParameterError(f"--jobs must be at least 1, got {jobs}.")
     if threads is not None and threads < 1:
         raise InvalidParameterError(f"--threads must be at least 1, got {threads}.")
+    check_scheduler(scheduler)
     store = _repo(repo)
     store.check_writable_target()
     plan = plan_experiment(algorithms, dataset, task=task, params=params, repo=store, labels=labels, **options)
@@ -154,6 +162,7 @@ def rerun(repo="results", *, experiments: Iterable[str] = (), algorithms: Iterab
     from malt.tasks import get_task
 
     store = _repo(repo).check_readable()
+    check_scheduler(scheduler)
     names = _names(algorithms)
     for name in names:
         registry.get(name)

@@ -40,7 +40,7 @@ def register(main: click.Group) -> None:
     def datasets_show(name, repo_path):
         """Components, shapes, label cardinality, content hash, source and citation of a dataset."""
         from malt.cli import _repo
-        from malt.datasets.catalogue import catalogue
+        from malt.data import catalogue_info
         from malt.sources import open_source
 
         repo = _repo(repo_path)
@@ -50,13 +50,9 @@ def register(main: click.Group) -> None:
         for key in ("label_names", "class_names"):
             if dataset.meta.get(key):
                 click.echo(f"{key:>20}: {', '.join(map(str, dataset.meta[key]))[:200]}")
-        entry = catalogue().get(dataset.name) if source["kind"] == "catalogue" else None
-        if entry is not None:
-            click.echo(f"{'description':>20}: {entry.description}")
-            click.echo(f"{'source':>20}: {entry.source}")
-            citation = getattr(entry, "citation", "")
-            if citation:
-                click.echo(f"{'cite as':>20}: {citation}")
+        if source["kind"] == "catalogue":
+            for key, value in (catalogue_info(source["name"], repo) or {}).items():
+                click.echo(f"{key:>20}: {value}")
         elif source["kind"] == "imported":
             pointer = repo.datasets.pointer(name) or {}
             origin = pointer.get("source", {})
@@ -77,21 +73,15 @@ def register(main: click.Group) -> None:
         """Import a user's ARFF or CSV file into the repository under NAME."""
         from malt.cli import _repo
         from malt.data import load_file
-        from malt.datasets.catalogue import catalogue
+        from malt.datasets.catalogue import resolve
         from malt.repository.files import validate_name
 
-        validate_name("Dataset name", name)
-        if name.lower() in {n.lower() for n in catalogue()}:
+        validate_name("dataset", name)
+        if resolve(name) is not None:
             raise MaltError(f"'{name}' is a named dataset of malt's catalogue; choose another name.")
         if file.is_dir():
             raise MaltError(f"{file} is a folder; give the ARFF or CSV file to import.")
-        if impute == "mean" and ".arff" not in file.name.lower():
-            from malt.datasets.delimited import load_delimited
-
-            dataset = load_delimited(file, name=name, labels=labels, impute="mean")
-        else:
-            dataset = load_file(file, labels=labels, name=name)
-        dataset.name = name
+        dataset = load_file(file, labels=labels, name=name, impute=impute)
         repo = _repo(repo_path)
         repo.create()
         source = {"kind": "file", "path": str(file.resolve()), "labels": labels, "impute": impute}
@@ -107,18 +97,21 @@ def register(main: click.Group) -> None:
         from malt.cli import _repo
         from malt.datasets.catalogue import entry
         from malt.datasets.fetch import fetch
-        from malt.repository.files import ensure_dir
-        from malt.repository.locks import FileLock
 
         item = entry(name)
-        if mirror is not None and not re.match(r"^(https?|file)://", mirror):
-            raise InvalidParameterError(f"--mirror must be a URL (http://, https:// or file://), got {mirror!r}.")
         repo = _repo(repo_path)
-        repo.create()
-        target = ensure_dir(repo.path, repo.path / "data")
-        with FileLock(repo.path, target / ".lock", f"Downloads into {target}").acquire(wait=True):
-            for path in fetch(item, target, mirror=mirror):
-                click.echo(f"fetched {path}")
+        repo.check_writable_target()
+        made = not repo.path.exists()
+        try:
+            repo.path.mkdir(parents=True, exist_ok=True)
+            paths = fetch(item, repo.path / "data", mirror=mirror)
+        except BaseException:
+            if made and repo.path.is_dir() and not any(repo.path.iterdir()):
+                repo.path.rmdir()
+            raise
+        repo.create(filled_by_us=made)
+        for path in paths:
+            click.echo(f"fetched {path}")
 
     @main.command()
     @click.argument("name", required=False)

@@ -20,7 +20,7 @@ def open_dataset(ref: str, repo=None, labels: str | None = None) -> Dataset:
     imported = repo.imported() if repo is not None and repo.exists else []
     known = catalogue()
     if ref in imported:
-        return repo.load_dataset(ref)
+        return repo.datasets.load(ref)
     if ref not in known:
         matches = {n for n in imported + list(known) if n.casefold() == ref.casefold()}
         if len(matches) > 1:
@@ -29,7 +29,7 @@ def open_dataset(ref: str, repo=None, labels: str | None = None) -> Dataset:
         if matches:
             ref = matches.pop()
             if ref in imported:
-                return repo.load_dataset(ref)
+                return repo.datasets.load(ref)
     if ref in known:
         roots = DataRoots.default(repo.path if repo is not None else None)
         item = known[ref]

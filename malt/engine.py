@@ -151,8 +151,10 @@ def _roundtrip(packed: dict) -> dict:
 
 
 def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str | None, threads: int | None = None,
-             progress=None) -> Outcome:
+             progress=None, jobs: int = 1) -> Outcome:
     """Fit, predict and score one unit; never raises for algorithm errors (they become a failed record)."""
+    if jobs > 1:
+        _die_with_parent()
     algo = registry.get(unit.algorithm)
     cache = _worker_cache(cache_path)
     before = len(cache.new_keys)
@@ -166,7 +168,7 @@ def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str |
     packed = None
     start = time.perf_counter()
     try:
-        with warnings.catch_warnings(record=True) as caught, provenance.blas_threads(threads):
+        with warnings.catch_warnings(record=True) as caught, provenance.blas_threads(threads, jobs):
             warnings.simplefilter("always")
             split = task.split(dataset, options, unit.fold)
             ctx = Context(task.features(dataset), data_key=dataset.hash, seed=unit.seed, cache=cache,
@@ -199,6 +201,27 @@ def rescore_unit(dataset, task: Task, options: Params, record: dict, packed: dic
         scores = dict(record.get("metrics", {}), **{k: v for k, v in scores.items() if k in only})
     return dict(record, metrics=scores, metric_versions=metric_versions(task, scores), rescored=time.time(),
                 timestamp=time.time())
+
+
+def _die_with_parent() -> None:
+    """In a local worker process: ask Linux to kill it when the driver dies (a driver killed with
+    kill -9 would otherwise leave its joblib workers running orphaned). Idempotent and cheap."""
+    global _DEATH_SIGNAL_SET
+    if _DEATH_SIGNAL_SET or not sys.platform.startswith("linux"):
+        return
+    _DEATH_SIGNAL_SET = True
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the driver died before the signal was armed
+        os._exit(1)
+
+
+_DEATH_SIGNAL_SET = False
 
 
 def _worker_cache(cache_path: str | None) -> MemoryCache:
@@ -384,7 +407,8 @@ def _results(plan: Plan, todo: list[Unit], cache_path: str, jobs: int, scheduler
         from joblib import Parallel, delayed
 
         parallel = Parallel(n_jobs=jobs, return_as="generator_unordered", batch_size="auto")
-        yield from parallel(delayed(run_unit)(plan.dataset, *args, unit, cache_path, threads) for unit in todo)
+        yield from parallel(delayed(run_unit)(plan.dataset, *args, unit, cache_path, threads, None, jobs)
+                            for unit in todo)
 
 
 def _dask_results(plan: Plan, todo: list[Unit], cache_path: str, scheduler: str, threads: int | None):

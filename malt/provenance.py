@@ -33,12 +33,24 @@ def default_threads(jobs: int = 1) -> int:
     return max(1, int((cores - busy_elsewhere) // max(jobs, 1)))
 
 
+_CONTROLLER: list = [None, -1]  # threadpoolctl controller, and len(sys.modules) when it scanned
+
+
+def _controller():
+    """The process's thread-pool controller; rescanned only after new modules were imported (finding
+    the loaded BLAS/OpenMP libraries reads /proc/self/maps: milliseconds, too dear per unit)."""
+    if _CONTROLLER[0] is None or _CONTROLLER[1] != len(sys.modules):
+        from threadpoolctl import ThreadpoolController
+
+        _CONTROLLER[0] = ThreadpoolController()
+        _CONTROLLER[1] = len(sys.modules)
+    return _CONTROLLER[0]
+
+
 @contextlib.contextmanager
 def blas_threads(threads: int | None, jobs: int = 1):
     """Limit BLAS/OpenMP threads inside the block (``None``: `default_threads`)."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=threads if threads else default_threads(jobs)):
+    with _controller().limit(limits=threads if threads else default_threads(jobs)):
         yield
 
 

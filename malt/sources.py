@@ -20,23 +20,36 @@ from malt.errors import DataError
 
 
 def open_source(ref: str, repo=None, labels: str | None = None) -> tuple[Dataset, dict]:
-    """The dataset a user named on the command line, and its source record."""
-    from malt.data import open_dataset
-    from malt.datasets.catalogue import catalogue
+    """The dataset a user named on the command line, and its source record. Names match ignoring
+    letter case when that is unambiguous (imported names first, then the catalogue)."""
+    from malt.data import load_file, open_dataset
+    from malt.datasets.catalogue import resolve
 
     if not isinstance(ref, str) or not ref.strip():
         raise DataError("--dataset is empty; give a dataset name (`malt datasets` lists them) or a file path.")
-    if repo is not None and repo.exists and ref in repo.imported():
-        dataset = repo.datasets.load(ref)
-        return dataset, {"kind": "imported", "name": ref, "hash": dataset.hash}
-    dataset = open_dataset(ref, repo, labels=labels)
-    if ref in catalogue():
-        return dataset, {"kind": "catalogue", "name": ref}
-    path = Path(ref).expanduser().resolve()
+    imported = repo.imported() if repo is not None and repo.exists else []
+    name = resolve(ref, imported)
+    if name is None:
+        name = resolve(ref)
+        kind = "catalogue" if name is not None else "file"
+    else:
+        kind = "imported"
+    if labels is not None and kind != "file":
+        raise DataError(f"--labels applies to a file given as --dataset; '{ref}' is a named dataset whose labels "
+                        "are known. Drop --labels.")
+    if kind == "imported":
+        dataset = repo.datasets.load(name)
+        return dataset, {"kind": "imported", "name": name, "hash": dataset.hash}
+    if kind == "catalogue":
+        return open_dataset(name, repo), {"kind": "catalogue", "name": name}
+    path = Path(ref).expanduser()
+    if not path.exists():
+        open_dataset(ref, repo, labels=labels)  # raises the standard unknown-name or not-found message
+    dataset = load_file(path, labels=labels)
     label_option = labels
-    if labels and not labels.isdigit() and Path(labels).expanduser().exists():
+    if labels and not labels.strip().isdigit() and Path(labels).expanduser().exists():
         label_option = str(Path(labels).expanduser().resolve())
-    return dataset, {"kind": "file", "path": str(path), "labels": label_option, "hash": dataset.hash}
+    return dataset, {"kind": "file", "path": str(path.resolve()), "labels": label_option, "hash": dataset.hash}
 
 
 def reopen(spec: dict, repo) -> Dataset:
@@ -50,14 +63,16 @@ def reopen(spec: dict, repo) -> Dataset:
         dataset = repo.datasets.load(source["name"], content_hash=source.get("hash") or expected)
         where = f"imported dataset '{source['name']}'"
     elif kind == "catalogue":
-        dataset = open_dataset(source["name"], None)
+        dataset = open_dataset(source["name"], repo)
         where = f"dataset '{source['name']}'"
     elif kind == "file":
+        from malt.data import load_file
+
         path = Path(source["path"])
         if not path.exists():
             raise DataError(f"The file {path} that experiment {spec.get('experiment')} was run on no longer exists; "
                             "restore it, or start a new experiment with `malt cv`.")
-        dataset = open_dataset(str(path), None, labels=source.get("labels"))
+        dataset = load_file(path, labels=source.get("labels"))
         where = f"file {path}"
     else:  # specs written before sources were recorded: the reference as the user typed it
         ref = source.get("ref")

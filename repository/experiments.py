@@ -68,7 +68,7 @@ class ExperimentFiles:
 
     def __init__(self, root: Path, experiment_id: str):
         self.root = Path(root)
-        self.id = validate_name("Experiment id", experiment_id)
+        self.id = validate_name("experiment", experiment_id)
         self.folder = self.root / "experiments" / self.id
 
     @property

@@ -3,8 +3,8 @@
 * No operation follows a symbolic link inside a repository: files are opened with O_NOFOLLOW and
   every folder between the repository root and a file is checked with lstat (the root itself may be
   a link: that is the user's choice of where the repository lives).
-* Names that become paths (experiment ids, dataset names, cache keys) are validated: no
-  separators, no ``..``, no absolute paths.
+* Names that become paths (experiment ids, dataset names, cache keys) are validated (one rule,
+  `malt.datasets.dataset.validate_name`): no separators, no ``..``, no absolute paths.
 * Whole files are written to a temporary sibling, checked, flushed and renamed into place, so a
   reader (or a process killed mid-write) sees the old file or the new one. The temporary file is
   read back and compared before the rename: a write whose success is not certain is never
@@ -16,24 +16,12 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import re
 import secrets
 import stat
 from pathlib import Path
 
+from malt.datasets.dataset import validate_name  # noqa: F401  (one name rule for every stored name)
 from malt.errors import RepositoryError
-
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]{0,119}")
-
-
-def validate_name(kind: str, name: str) -> str:
-    """``name`` if it is safe as one path component, else a RepositoryError saying what is allowed."""
-    if not isinstance(name, str) or not NAME.fullmatch(name) or ".." in name:
-        shown = name if isinstance(name, str) and len(name) <= 60 else f"{str(name)[:60]}…"
-        raise RepositoryError(f"{kind} {shown!r} is not a valid name: use 1–120 letters, digits and . _ - + = "
-                              "(starting with a letter or digit; no path separators, no '..').")
-    return name
-
 
 def describe_os_error(err: OSError) -> str:
     code = getattr(err, "errno", None)

@@ -27,7 +27,7 @@ class DatasetStore:
         self.folder = self.root / "datasets"
 
     def pointer_path(self, name: str) -> Path:
-        return self.folder / f"{validate_name('Dataset name', name)}.json"
+        return self.folder / f"{validate_name('dataset', name)}.json"
 
     def object_path(self, content_hash: str) -> Path:
         if not all(c in "0123456789abcdef" for c in content_hash) or len(content_hash) != 64:
@@ -49,7 +49,7 @@ class DatasetStore:
 
     def save(self, dataset, source: dict, force: bool = False) -> Path:
         """Store the dataset's content (if new) and point ``dataset.name`` at it."""
-        name = validate_name("Dataset name", dataset.name)
+        name = validate_name("dataset", dataset.name)
         current = self.pointer(name) if (self.folder / f"{name}.json").exists() else None
         legacy = self.folder / f"{name}.h5"
         if (current is not None or legacy.exists()) and not force:
@@ -107,7 +107,7 @@ class DatasetStore:
 
         if name is None:
             raise DataError("no imported dataset given")
-        path = self.folder / f"{validate_name('Dataset name', name)}.h5"
+        path = self.folder / f"{validate_name('dataset', name)}.h5"
         check_no_links(self.root, path)
         if not path.exists():
             raise DataError(f"No imported dataset '{name}' in {self.root}; import it with `malt datasets import`.")

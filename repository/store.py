@@ -40,6 +40,12 @@ def default_path() -> Path:
     return Path(os.environ.get("MALT_REPO", "results"))
 
 
+def _being_created(path: Path) -> bool:
+    """Empty, or holding only what a malt creating this repository right now writes first (its marker's
+    temporary file), so two writers starting on a new repository at once both proceed."""
+    return all(p.name.startswith(f".{MARKER}.") or p.name == ".lock" for p in path.iterdir())
+
+
 def experiment_ids(root: Path) -> list[str]:
     folder = Path(root) / "experiments"
     if not folder.is_dir():
@@ -88,7 +94,7 @@ class Repository:
         if self.path.exists() and not self.path.is_dir():
             raise RepositoryError(f"{self.path} is a file, not a malt repository; pass --repo with a folder.")
         try:
-            if self.path.is_dir() and not self.exists and any(self.path.iterdir()):
+            if self.path.is_dir() and not self.exists and not _being_created(self.path):
                 raise RepositoryError(f"{self.path} is a folder but not a malt repository (no {MARKER}); "
                                       "pass --repo with a repository folder or a new path.")
         except PermissionError:
@@ -97,9 +103,11 @@ class Repository:
         if self.exists and self.format > FORMAT:
             raise RepositoryError(f"{self.path} was written by a newer malt (format {self.format}); upgrade malt.")
 
-    def create(self) -> None:
-        """Make the folder a repository (idempotent; safe when two writers start at once)."""
-        self.check_writable_target()
+    def create(self, *, filled_by_us: bool = False) -> None:
+        """Make the folder a repository (idempotent; safe when two writers start at once).
+        ``filled_by_us``: the folder holds only what this command just put there (a fetch)."""
+        if not filled_by_us:
+            self.check_writable_target()
         if self.exists:
             return
         try:

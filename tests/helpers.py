@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PLUGIN_BOOT = "import tests.plugins.counting; from malt.cli import main; main()"
+PLUGIN_BOOT = "import tests.plugins.counting, tests.plugins.toy_task; from malt.cli import main; main()"
 
 
 def malt_cmd(*args: str) -> list[str]:

@@ -1,5 +1,5 @@
-"""Malformed and degenerate input, run through the real `malt` command (tests/helpers.run_malt, one
-process per case) and, for property-based fuzzing, through the click entry point in-process.
+"""Malformed and degenerate input, run through the real `malt` command line (its click entry point,
+in-process, one fresh copy of a base repository per case) and property-based fuzzing the same way.
 
 Every case must end in one of two ways:
 * success (exit 0) with the result the case expects (rows imported, the dataset shown, ...), or
@@ -7,9 +7,7 @@ Every case must end in one of two ways:
   own usage errors end in one ``Error: ...`` line after the usage), a non-zero exit, no traceback,
   and a repository byte-identical to before (files, folders, links).
 
-The corpus files live in tests/corpus/ (written by tests/corpus/make_corpus.py). Cases that need a
-change in files this suite does not own are marked xfail(strict=True) with the change they need, so
-they turn into failures ("XPASS(strict)") the moment that change lands: remove the mark then.
+The corpus files live in tests/corpus/ (written by tests/corpus/make_corpus.py).
 
 `python -m tests.test_fuzz` runs the corpus and prints the tally of issue 22 (clean error /
 legitimate success / wrong success / traceback / hang / repository changed).
@@ -21,10 +19,8 @@ import os
 import re
 import shutil
 import string
-import subprocess
 import tempfile
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +29,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import ROOT, run_malt
+import tests.plugins.counting  # noqa: F401  (test-counting, as run_malt registers it)
+from tests.helpers import ROOT
 
 CORPUS = ROOT / "tests" / "corpus"
 CASE_TIMEOUT = 90.0
@@ -46,7 +43,6 @@ class Case:
     args: tuple[str, ...]  # {c}: the corpus folder, {r}: the case's repository, {t}: a scratch folder
     expect: str  # 'error' or 'ok'
     match: str = ""  # regex the error line (expect='error') or stdout+stderr (expect='ok') must contain
-    needs: str = ""  # a change outside this suite's files that the case waits for (-> strict xfail)
     data: bool = False  # needs MALT_DATA (the shared datasets)
 
 
@@ -137,9 +133,7 @@ CASES += [
     Case("import-arff-labels-word", imp("mine", "good.arff", "--labels", "abc"), "error", "no such file"),
     Case("import-arff-impute-mean", ("datasets", "import", "mine", "{c}/feature-nan-some.arff",
                                                  "--labels", "2", "--impute", "mean", "--repo", "{r}"), "ok",
-         r"imported mine \(12 rows",
-         needs="malt/cli.py datasets_import: route --impute mean for ARFF through load_file(file, labels, name, "
-               "impute=impute) instead of refusing/ignoring it"),
+         r"imported mine \(12 rows"),
 ]
 for file, (labels, n) in CSV_OK.items():
     extra = ("--labels", labels) if labels else ()
@@ -172,13 +166,9 @@ for name, pattern in [("", "empty"), ("../escape", "path separator|'\\.\\.'"), (
                       "error", pattern))
 CASES += [
     Case("import-name-catalogue", imp("emotions", "class.csv"), "error", "named dataset of malt's catalogue"),
-    Case("import-name-catalogue-other-case", imp("EMOTIONS", "class.csv"), "error", "named dataset",
-         needs="malt/cli.py datasets_import: refuse names equal to a catalogue name ignoring case "
-               "(`malt.datasets.catalogue.resolve(name) is not None`), since --dataset matches case-insensitively"),
+    Case("import-name-catalogue-other-case", imp("EMOTIONS", "class.csv"), "error", "named dataset"),
     Case("import-name-ok-dots", imp("my.data_v2+x", "class.csv"), "ok", r"imported my\.data_v2\+x \(12 rows"),
-    Case("import-existing-name", imp("base", "class.csv"), "error", "--force",
-         needs="malt/cli.py datasets_import + repository/store.py save_dataset: refuse to overwrite an imported "
-               "name without --force"),
+    Case("import-existing-name", imp("base", "class.csv"), "error", "--force"),
 ]
 # cv command lines
 CASES += [
@@ -196,16 +186,11 @@ CASES += [
     Case("cv-folds-negative", cv("synthetic-multilabel", "--folds", "-3"), "error", "folds"),
     Case("cv-folds-1", cv("synthetic-multilabel", "--folds", "1"), "error", "folds"),
     Case("cv-folds-more-than-rows", cv("{c}/three-rows.csv", "--folds", "5", "--labeled", "2", algo="gf"), "error",
-         "fold", needs="malt/tasks/semisupervised.py check (and multilabel/missing): refuse folds > rows with "
-                       "'--folds 5 needs at least 5 rows; dataset has 3'"),
-    Case("cv-two-rows-default-folds", cv("{c}/two-rows.csv", "--labeled", "1", algo="gf"), "error", "fold",
-         needs="malt/tasks/semisupervised.py check: rows >= folds (2 rows, 5 folds)"),
-    Case("cv-folds-huge", cv("{c}/class.csv", "--folds", "50", "--labeled", "2", algo="gf"), "error", "fold",
-         needs="malt/tasks/*.check: refuse --folds larger than the number of rows (50 > 12) before planning units"),
+         "fold"),
+    Case("cv-two-rows-default-folds", cv("{c}/two-rows.csv", "--labeled", "1", algo="gf"), "error", "fold"),
+    Case("cv-folds-huge", cv("{c}/class.csv", "--folds", "50", "--labeled", "2", algo="gf"), "error", "fold"),
     Case("cv-folds-with-given-split", cv("emotions", "--folds", "3", "--task-param", "split=given"), "error",
-         "split=given", data=True,
-         needs="malt/tasks/multilabel.py check: --folds contradicts split=given (and the dataset has no given "
-               "split): refuse with one line"),
+         "split=given", data=True),
     Case("cv-split-given-without-split", cv("{c}/good.arff", "--labels", "{c}/good.xml", "--task-param",
                                             "split=given"), "error", "ships no train/test split"),
     Case("cv-labeled-too-many", cv("{c}/class.csv", "--labeled", "100", algo="gf"), "error", "labeled"),
@@ -223,16 +208,12 @@ CASES += [
     Case("cv-task-param-unknown", cv("synthetic-multilabel", "--task-param", "nosuch=1"), "error", "nosuch"),
     Case("cv-seed-text", cv("synthetic-multilabel", "--seed", "abc"), "error", "seed"),
     Case("cv-scheduler-garbage", cv("synthetic-multilabel", "--folds", "2", "--scheduler", "garbage"), "error",
-         "scheduler", needs="malt/engine.py (or cli.py cv): validate --scheduler as tcp://HOST:PORT before "
-                            "connecting; today a traceback"),
+         "scheduler"),
     Case("cv-repo-is-file", ("cv", "--algo", "test-counting", "--dataset", "synthetic-multilabel", "--repo",
                              "{c}/class.csv"), "error", "is a file"),
     Case("cv-repo-under-proc", ("cv", "--algo", "test-counting", "--dataset", "synthetic-multilabel", "--folds", "2",
-                                "--repo", "/proc/malt-repo"), "error", "",
-         needs="repository/store.py lock(): turn OSError from mkdir/open (read-only or /proc paths) into a "
-               "RepositoryError"),
-    Case("cv-labels-on-named-dataset", cv("synthetic-multilabel", "--folds", "2", "--labels", "3"), "error", "labels",
-         needs="malt/cli.py cv: refuse --labels unless --dataset is a file path (it is silently ignored today)"),
+                                "--repo", "/proc/malt-repo"), "error", ""),
+    Case("cv-labels-on-named-dataset", cv("synthetic-multilabel", "--folds", "2", "--labels", "3"), "error", "labels"),
 ]
 # other commands
 CASES += [
@@ -248,12 +229,9 @@ CASES += [
          "no download source"),
     Case("fetch-mirror-unreachable", ("datasets", "fetch", "emotions", "--mirror", "http://127.0.0.1:9", "--repo",
                                       "{r}"), "error", "Could not download"),
-    Case("plot-out-file", ("plot", "{r}", "--out", "{c}/class.csv"), "error", "",
-         needs="malt/cli_figures.py plot: refuse an --out that is an existing file (today a traceback)"),
-    Case("table-out-dir", ("table", "{r}", "--out", "{t}"), "error", "",
-         needs="malt/cli_figures.py table: refuse an --out that is a folder (today a traceback)"),
-    Case("report-out-file", ("report", "{r}", "--out", "{c}/class.csv"), "error", "",
-         needs="malt/cli_figures.py report: refuse an --out that is an existing file (today a traceback)"),
+    Case("plot-out-file", ("plot", "{r}", "--out", "{c}/class.csv"), "error", ""),
+    Case("table-out-dir", ("table", "{r}", "--out", "{t}"), "error", ""),
+    Case("report-out-file", ("report", "{r}", "--out", "{c}/class.csv"), "error", ""),
     Case("results-not-a-repo", ("results", "--repo", "{t}"), "error", "No repository|not a malt"),
     Case("show-unknown-experiment", ("show", "nosuch", "--repo", "{r}"), "error", ""),
     Case("rerun-unknown-experiment", ("rerun", "--experiment", "nosuch", "--repo", "{r}"), "error", ""),
@@ -327,9 +305,10 @@ def error_lines(err: str) -> list[str] | None:
 def build_base(folder: Path) -> Path:
     """A repository holding one imported dataset ('base') and one finished experiment on it."""
     repo = folder / "base-repo"
-    run_malt("datasets", "import", "base", str(CORPUS / "class.csv"), "--repo", str(repo))
-    run_malt("cv", "--algo", "gf", "--dataset", "base", "--labeled", "4", "--folds", "2", "--quiet", "--repo",
-             str(repo))
+    for args in (["datasets", "import", "base", str(CORPUS / "class.csv")],
+                 ["cv", "--algo", "gf", "--dataset", "base", "--labeled", "4", "--folds", "2", "--quiet"]):
+        result = CliRunner().invoke(_main(), [*args, "--repo", str(repo)])
+        assert result.exit_code == 0, result.output
     return repo
 
 
@@ -339,23 +318,23 @@ def run_case(case: Case, base: Path, work: Path) -> Outcome:
     scratch.mkdir()
     args = [a.replace("{c}", str(CORPUS)).replace("{r}", str(repo)).replace("{t}", str(scratch)) for a in case.args]
     before = tree_state(repo)
-    try:
-        result = run_malt(*args, check=False, timeout=CASE_TIMEOUT)
-        code, out, err = result.returncode, result.stdout, result.stderr
-    except subprocess.TimeoutExpired:
-        code, out, err = None, "", ""
-    return classify(case, code, out, err, before, tree_state(repo))
+    result = CliRunner().invoke(_main(), args)
+    err = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        err += f"\nTraceback: {result.exception!r}"
+    return classify(case, result.exit_code, result.stdout, err, before, tree_state(repo))
 
 
-def run_all(cases: list[Case], workers: int = 3) -> dict[str, Outcome]:
+def run_all(cases: list[Case]) -> dict[str, Outcome]:
     with tempfile.TemporaryDirectory(prefix="malt-fuzz-") as tmp:
         base = build_base(Path(tmp))
-        folders = {case.id: Path(tmp) / f"case{k}" for k, case in enumerate(cases)}
-        for folder in folders.values():
+        out = {}
+        for k, case in enumerate(cases):
+            folder = Path(tmp) / f"case{k}"
             folder.mkdir()
-        with ThreadPoolExecutor(workers) as pool:
-            futures = {case.id: pool.submit(run_case, case, base, folders[case.id]) for case in cases}
-            return {name: future.result() for name, future in futures.items()}
+            out[case.id] = run_case(case, base, folder)
+            shutil.rmtree(folder)
+        return out
 
 
 def _data_available() -> bool:
@@ -371,15 +350,14 @@ def outcomes():
 
 
 def _param(case: Case):
-    marks = [pytest.mark.xfail(strict=True, reason=f"needs {case.needs}")] if case.needs else []
-    return pytest.param(case, id=case.id, marks=marks)
+    return pytest.param(case, id=case.id)
 
 
 def test_corpus_is_large_enough():
     assert len(CASES) >= 200 and len({c.id for c in CASES}) == len(CASES)
 
 
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("case", [_param(c) for c in CASES])
 def test_case(outcomes, case):
     if case.data and not _data_available():
@@ -492,8 +470,8 @@ if __name__ == "__main__":
     for case in chosen:
         outcome = results[case.id]
         wanted = "clean error" if case.expect == "error" else "legitimate success"
-        flag = "ok " if outcome.kind == wanted else ("XF " if case.needs else "BAD")
-        print(f"{flag} {outcome.kind:20s} {case.id}" + (f"   [needs: {case.needs[:70]}]" if case.needs else ""))
+        flag = "ok " if outcome.kind == wanted else "BAD"
+        print(f"{flag} {outcome.kind:20s} {case.id}")
         if outcome.kind != wanted and "-v" in sys.argv:
             print("    " + outcome.detail.replace("\n", "\n    "))
     print(f"\n{len(chosen)} cases: " + ", ".join(f"{k} {v}" for k, v in sorted(tally(results).items())))

@@ -1,9 +1,13 @@
-"""Engine overhead and resume cost (issue 2 and 7 benchmarks).
+"""Engine cost, start-up and storage (issues 17 and 18), each against a reference measured in the same run.
 
-1. Resume check: a repository holding an experiment with 10,000 stored units; time for `malt cv` to
-   find that nothing is left to run (reference: the time to read the same records back).
-2. Overhead per unit: a 200-unit experiment of an algorithm that costs nothing (column-mean on a
-   tiny matrix), serial vs --jobs 2 vs a 2-worker Dask LocalCluster on 127.0.0.1.
+1. Engine CPU per unit, at 1,000 and 10,000 units (100,000 with --large): `engine.execute` of a
+   no-cost algorithm (column-mean on a 12 × 5 matrix) minus the floor — the same units' split, fit,
+   pack and score called in a bare loop. Goal: ≤ 2 ms per unit, flat in the number of units.
+2. 200 cheap units serially, with --jobs 2 and on a 2-worker Dask cluster on 127.0.0.1 (wall time).
+3. `malt show` of a 10,000-unit experiment and a no-op `malt cv` (everything stored), as commands,
+   beside the start-up of a bare `python -c "import numpy, scipy.sparse, h5py, click, pandas"`.
+   Goal: each ≤ 0.5 s on a quiet machine.
+4. Storage: the stored predictions beside the repository's size and the dataset's.
 """
 from __future__ import annotations
 
@@ -21,61 +25,99 @@ from malt.datasets.dataset import Dataset
 from malt.repository.store import Repository
 from malt.tasks import get_task
 
+ROOT = Path(__file__).resolve().parents[2]
 
-def tiny_plan(n_settings: int, folds: int):
+
+def tiny_plan(folds: int) -> engine.Plan:
     dataset = Dataset("bench-tiny", {"M": np.arange(60.0).reshape(12, 5)})
     task = get_task("missing")
-    tparams = task.Params(folds=folds)
-    algo = registry.get("mllr") if False else registry.get("column-mean")
-    exp = engine.experiment_id(dataset.name, dataset.hash, task, tparams)
-    # distinct parameter settings are emulated by distinct experiments' seeds: use folds for units
-    return engine.Plan(exp, dataset, "bench-tiny", task, tparams, [(algo, algo.Params())] * n_settings)
+    algo = registry.get("column-mean")
+    return engine.Plan(dataset, {"kind": "bench"}, task, task.Params(folds=folds), [(algo, algo.Params())])
 
 
-def timed_run(repo_path: Path, plan, **kw) -> float:
-    repo = Repository(repo_path)
-    repo.lock()
-    start = time.perf_counter()
-    with repo:
-        engine.execute(repo, plan, quiet=True, **kw)
-    return time.perf_counter() - start
+def floor_cpu(plan: engine.Plan) -> float:
+    """CPU seconds of the units' own work (split, fit, pack, score) in a bare loop."""
+    algo_cls, params = plan.entries[0]
+    start = time.process_time()
+    for unit in plan.units():
+        split = plan.task.split(plan.dataset, plan.options, unit.fold)
+        prediction = algo_cls().run(split, params, None)
+        packed = plan.task.pack(split, prediction, plan.options)
+        plan.task.score_packed(plan.dataset, plan.options, split, packed)
+    return time.process_time() - start
 
 
-def resume_check() -> None:
+def engine_cost(n: int) -> tuple[float, float, float]:
+    plan = tiny_plan(n)
     with tempfile.TemporaryDirectory() as tmp:
-        repo_path = Path(tmp) / "repo"
-        plan = tiny_plan(1, 10_000)
-        t_fill = timed_run(repo_path, plan)
-        repo = Repository(repo_path)
-        start = time.perf_counter()
-        records = repo.units(plan.experiment)
-        t_read = time.perf_counter() - start
-        t_resume = timed_run(repo_path, plan)
-        print(f"stored {len(records)} units in {t_fill:.1f}s ({1000 * t_fill / len(records):.2f} ms/unit incl. "
-              f"fsync and compaction)")
-        print(f"resume check over 10,000 stored units: {t_resume:.3f}s "
-              f"(reading the records alone: {t_read:.3f}s, ratio {t_resume / t_read:.2f})")
+        repo = Repository(Path(tmp) / "repo")
+        cpu, wall = time.process_time(), time.perf_counter()
+        counts = engine.execute(repo, plan, quiet=True)
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        assert counts.ran == n and counts.failed == 0
+    floor = floor_cpu(plan)
+    return 1000 * (cpu - floor) / n, 1000 * floor / n, 1000 * wall / n
 
 
-def overhead() -> None:
-    plan = tiny_plan(1, 200)
+def parallel(n: int = 200) -> str:
+    plan = tiny_plan(n)
     with tempfile.TemporaryDirectory() as tmp:
-        serial = timed_run(Path(tmp) / "serial", plan)
-        parallel = timed_run(Path(tmp) / "jobs2", plan, jobs=2)
-        line = (f"200 units of a no-cost algorithm: serial {serial:.2f}s ({1000 * serial / 200:.2f} ms/unit), "
-                f"--jobs 2 {parallel:.2f}s ({1000 * parallel / 200:.2f} ms/unit)")
+        times = {}
+        for name, kw in (("serial", {}), ("--jobs 2", {"jobs": 2})):
+            start = time.perf_counter()
+            engine.execute(Repository(Path(tmp) / name.replace(" ", "")), plan, quiet=True, **kw)
+            times[name] = time.perf_counter() - start
         try:
             from dask.distributed import LocalCluster
 
             with LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None,
                               processes=True) as cluster:
-                dask_t = timed_run(Path(tmp) / "dask", plan, scheduler=cluster.scheduler_address)
-            line += f", Dask 2 workers {dask_t:.2f}s ({1000 * dask_t / 200:.2f} ms/unit)"
+                start = time.perf_counter()
+                engine.execute(Repository(Path(tmp) / "dask"), plan, quiet=True, scheduler=cluster.scheduler_address)
+                times["Dask, 2 workers"] = time.perf_counter() - start
         except ImportError:
-            line += ", Dask not installed"
-        print(line)
+            pass
+    return ", ".join(f"{k} {v:.2f} s ({1000 * v / n:.1f} ms/unit)" for k, v in times.items()) + \
+        f"; --jobs 2 / serial = {times['--jobs 2'] / times['serial']:.2f}"
+
+
+def command_seconds(args: list[str], repeats: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run(args, check=True, capture_output=True, cwd=ROOT)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def startup_and_storage() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        repo_path = Path(tmp) / "repo"
+        plan = tiny_plan(10_000)
+        engine.execute(Repository(repo_path), plan, quiet=True)
+        bare = command_seconds([sys.executable, "-c", "import numpy, scipy.sparse, h5py, click, pandas"])
+        malt = [sys.executable, "-m", "malt.cli"]
+        show = command_seconds([*malt, "show", plan.experiment, "--repo", str(repo_path)])
+        script = ("import sys; from malt import api, engine; from malt.repository.store import Repository; "
+                  "from tests.benchmarks.bench_engine import tiny_plan; "
+                  f"engine.execute(Repository({str(repo_path)!r}), tiny_plan(10_000), quiet=True)")
+        resume = command_seconds([sys.executable, "-c", script])
+        print(f"10,000-unit experiment: `malt show` {show:.2f} s, no-op resume {resume:.2f} s; bare start-up of "
+              f"numpy+scipy.sparse+h5py+click+pandas {bare:.2f} s (show / bare = {show / bare:.2f})")
+        folder = repo_path / "experiments" / plan.experiment
+        predictions = (folder / "predictions.log").stat().st_size
+        total = sum(p.stat().st_size for p in repo_path.rglob("*") if p.is_file())
+        print(f"storage: predictions {predictions / 1e6:.2f} MB of a {total / 1e6:.2f} MB repository "
+              f"({100 * predictions / total:.0f} %); per unit {predictions / 10_000:.0f} B against the dataset's "
+              f"{plan.dataset['M'].nbytes} B")
 
 
 if __name__ == "__main__":
-    resume_check()
-    overhead()
+    sizes = (1_000, 10_000, 100_000) if "--large" in sys.argv else (1_000, 10_000)
+    for n in sizes:
+        overhead, floor, wall = engine_cost(n)
+        print(f"{n:>7,} units: engine {overhead:.2f} ms CPU/unit above the floor of {floor:.2f} ms "
+              f"(wall {wall:.2f} ms/unit)")
+    print(parallel())
+    os.environ.setdefault("PYTHONPATH", str(ROOT))
+    startup_and_storage()
