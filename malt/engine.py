@@ -246,6 +246,9 @@ class Progress:
     """Units done / total, the running unit's own progress, and an ETA from measured unit times, on
     one updating line (a plain line at most every few seconds when stderr is not a terminal)."""
 
+    TTY_SECONDS = 0.2
+    LOG_SECONDS = 5.0  # between plain lines when stderr is a file or a pipe
+
     def __init__(self, total: int, label: str, quiet: bool, jobs: int = 1):
         self.total, self.label, self.quiet, self.jobs = total, label, quiet, max(1, jobs)
         self.done = self.failed = 0
@@ -253,7 +256,7 @@ class Progress:
         self.last = 0.0
         self.inner: tuple[float, str] = (0.0, "")
         self.tty = sys.stderr.isatty()
-        self.interval = 0.2 if self.tty else 5.0
+        self.interval = self.TTY_SECONDS if self.tty else self.LOG_SECONDS
 
     def unit_done(self, failed: bool = False) -> None:
         self.done += 1
@@ -395,20 +398,45 @@ def execute(repo, plan: Plan, *, force: set[str] = frozenset(), jobs: int = 1, s
     return counts
 
 
+WORKER_START_SECONDS = 1.5
+"""What starting local worker processes costs (interpreter, numpy/scipy/malt imports): parallel runs
+only pay once the units' serial work is well above it."""
+BATCH_SECONDS = 0.5
+"""Work sent to a worker at once: cheap units travel in batches, one pickled dataset per batch."""
+
+
 def _results(plan: Plan, todo: list[Unit], cache_path: str, jobs: int, scheduler: str | None,
              threads: int | None, progress: Progress):
     args = (plan.task, plan.options)
     if scheduler:
         yield from _dask_results(plan, todo, cache_path, scheduler, threads)
-    elif jobs == 1:
-        for unit in todo:
+        return
+    if not todo:
+        return
+    # the first unit runs here and says what a unit costs; workers start only if they pay
+    start = time.perf_counter()
+    yield run_unit(plan.dataset, *args, todo[0], cache_path, threads, progress.unit_progress)
+    seconds = time.perf_counter() - start
+    rest = todo[1:]
+    serial = seconds * len(rest)
+    if jobs == 1 or serial < 2 * WORKER_START_SECONDS:
+        for unit in rest:
             yield run_unit(plan.dataset, *args, unit, cache_path, threads, progress.unit_progress)
-    else:
-        from joblib import Parallel, delayed
+        return
+    from joblib import Parallel, delayed
 
-        parallel = Parallel(n_jobs=jobs, return_as="generator_unordered", batch_size="auto")
-        yield from parallel(delayed(run_unit)(plan.dataset, *args, unit, cache_path, threads, None, jobs)
-                            for unit in todo)
+    size = max(1, min(int(BATCH_SECONDS / max(seconds, 1e-6)), math.ceil(len(rest) / (4 * jobs))))
+    batches = [rest[i:i + size] for i in range(0, len(rest), size)]
+    parallel = Parallel(n_jobs=jobs, return_as="generator_unordered")
+    for outcomes in parallel(delayed(run_batch)(plan.dataset, *args, batch, cache_path, threads, jobs)
+                             for batch in batches):
+        yield from outcomes
+
+
+def run_batch(dataset, task: Task, options: Params, units: list[Unit], cache_path: str, threads: int | None,
+              jobs: int) -> list[Outcome]:
+    """Several units in one worker call (one transfer of the dataset for all of them)."""
+    return [run_unit(dataset, task, options, unit, cache_path, threads, None, jobs) for unit in units]
 
 
 def _dask_results(plan: Plan, todo: list[Unit], cache_path: str, scheduler: str, threads: int | None):

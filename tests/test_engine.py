@@ -151,3 +151,25 @@ def test_a_scoring_option_reuses_stored_predictions(repo_path, counter):
     a = ResultSet.from_repository(Repository(repo_path), [second.experiment]).frame.sort_values(["fold", "metric"])
     b = ResultSet.load(repo_path.parent / "fresh").frame.sort_values(["fold", "metric"])
     np.testing.assert_array_equal(a["value"].to_numpy(), b["value"].to_numpy())
+
+
+def test_a_long_unit_reports_its_own_progress_and_an_eta(repo_path, counter, monkeypatch, capsys):
+    """Inner loops report through ctx.progress; the engine shows the running unit's share and an ETA
+    from measured unit times (one line per update when stderr is not a terminal)."""
+    from malt import api
+
+    monkeypatch.setattr(engine.Progress, "LOG_SECONDS", 0.0)
+    api.cv("test-counting", "synthetic-multilabel", task="missing", params={"steps": 4, "sleep": 0.01},
+           repo=repo_path, quiet=False, folds=2)
+    err = capsys.readouterr().err
+    assert "current unit 50% (step 2/4)" in err and "current unit 100% (step 4/4)" in err
+    assert "1/2 units" in err and "ETA" in err
+
+
+def test_the_eta_is_the_measured_unit_time_times_what_remains():
+    progress = engine.Progress(10, "x", quiet=True)
+    progress.start = 0.0
+    progress.done = 4
+    assert progress.eta(now=8.0) == pytest.approx(12.0)  # 2 s a unit, 6 units to go
+    progress.inner = (0.5, "")
+    assert progress.eta(now=9.0) == pytest.approx(9.0 / 4.5 * 5.5)

@@ -28,6 +28,7 @@ class CountingParams(Params):
     fail_fold: int = param(-1, "fold that raises (-1: none)", Interval(-1, None))
     kernel_seconds: float = param(0.0, "seconds the cached artifact takes to compute", Interval(0, None))
     kernel_size: int = param(3, "rows and columns of the cached artifact", Interval(1, None))
+    steps: int = param(0, "inner steps reported through ctx.progress (each sleeps `sleep` seconds)", Interval(0, None))
 
 
 def _kernel(n: int) -> np.ndarray:
@@ -44,7 +45,10 @@ class CountingMean(Algorithm):
 
     def run(self, split, params, ctx):
         _tick(f"run {split.fold}")
-        if params.sleep:
+        for step in range(params.steps):
+            time.sleep(params.sleep)
+            ctx.progress((step + 1) / params.steps, f"step {step + 1}/{params.steps}")
+        if params.sleep and not params.steps:
             time.sleep(params.sleep)
         if split.fold == params.fail_fold:
             raise RuntimeError("planned failure")
