@@ -49,7 +49,7 @@ def load_filtered(path, datasets=(), tasks=(), algos=(), metrics=(), experiments
     kept = set(frame.experiment)
     return type(rs)(frame.reset_index(drop=True), {k: v for k, v in rs.specs.items() if k in kept},
                     rs.failed[rs.failed["experiment"].isin(kept)] if not rs.failed.empty else rs.failed,
-                    rs.stale, rs.diagnostics,
+                    rs.stale, rs._diagnostics,
                     rs.completeness[rs.completeness["experiment"].isin(kept)],
                     {k: v for k, v in rs.sessions.items() if k in kept}, rs.rescore_stale, rs.problems)
 

@@ -177,9 +177,11 @@ def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str |
             fit = time.perf_counter() - start
             packed = _roundtrip(task.pack(split, prediction, options))
             scores = score_packed(task, dataset, options, split, packed)
-        record.update(status="ok", metrics=scores, metric_versions=metric_versions(task, scores), fit_seconds=fit,
-                      diagnostics=_jsonable(prediction.diagnostics),
-                      warnings=sorted({str(w.message) for w in caught})[:10])
+        record.update(status="ok", metrics=scores, metric_versions=metric_versions(task, scores), fit_seconds=fit)
+        if prediction.diagnostics:
+            record["diagnostics"] = _jsonable(prediction.diagnostics)
+        if caught:
+            record["warnings"] = sorted({str(w.message) for w in caught})[:10]
     except MemoryError:
         packed = None
         record.update(status="failed", error="MemoryError: the unit ran out of memory", metrics={},
@@ -383,8 +385,9 @@ def execute(repo, plan: Plan, *, force: set[str] = frozenset(), jobs: int = 1, s
                     if worth_caching(int(meta.get("nbytes", 0)), float(meta.get("compute_seconds", 0.0))):
                         repo.cache.put(key, value, meta)
                 repo.cache.touch(outcome.used_cache)
-                record = dict(outcome.record, session=session, artifacts=sorted(set(outcome.used_cache)
-                                                                             | set(outcome.new_cache)))
+                record = dict(outcome.record, session=session)
+                if outcome.used_cache or outcome.new_cache:
+                    record["artifacts"] = sorted(set(outcome.used_cache) | set(outcome.new_cache))
                 writer.commit(record, outcome.packed)
                 counts.ran += 1
                 failed = record["status"] != "ok"

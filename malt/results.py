@@ -26,8 +26,7 @@ class ResultSet:
                  stale: int = 0, diagnostics: pd.DataFrame | None = None, completeness: pd.DataFrame | None = None,
                  sessions: dict[str, list] | None = None, rescore_stale: int = 0, problems: list | None = None):
         self.frame = frame
-        # one row per unit and recorded diagnostic (numbers only): what a run learned about itself
-        self.diagnostics = diagnostics if diagnostics is not None else pd.DataFrame()
+        self._diagnostics = diagnostics if diagnostics is not None else pd.DataFrame()
         self.specs = specs or {}
         self.failed = failed if failed is not None else pd.DataFrame()
         self.stale = stale  # units computed by another version of their algorithm, left out
@@ -48,11 +47,11 @@ class ResultSet:
 
         problems = problems if problems is not None else []
         declared = tasks()
-        columns: dict[str, list] = {k: [] for k in ("algorithm", "display", "params_key", "fold", "metric", "value",
-                                                     "fit_seconds", "seed", "version", "timestamp")}
-        unit_of_row: list[int] = []  # row -> index into unit_meta (experiment, task options, parameters)
-        unit_meta: list[dict] = []
-        failed, specs, diags, completeness, sessions = [], {}, [], [], {}
+        row_unit: list[int] = []  # per row: index into `units_kept`; the row's metric and value
+        row_metric: list[str] = []
+        row_value: list[float] = []
+        units_kept: list[dict] = []  # one flat dict per unit: experiment, task options, unit fields, parameters
+        failed, specs, completeness, sessions = [], {}, [], {}
         stale = rescore_stale = 0
         named = experiments is not None
         for exp in experiments if named else repo.experiments():
@@ -89,28 +88,21 @@ class ResultSet:
                     continue
                 done[key] = done.get(key, 0) + 1
                 versions = rec.get("metric_versions") or {}
-                unit_meta.append(dict(base, **{f"param.{k}": _param_value(v)
-                                               for k, v in (rec.get("params") or {}).items()}))
-                index = len(unit_meta) - 1
+                index = len(units_kept)
+                unit = dict(base, algorithm=rec["algorithm"], display=rec["display"], params_key=rec.get("params_key"),
+                            fold=rec["fold"], fit_seconds=rec.get("fit_seconds", np.nan), seed=rec.get("seed"),
+                            version=rec.get("version"), timestamp=rec.get("timestamp"))
+                unit.update({f"param.{k}": _param_value(v) for k, v in (rec.get("params") or {}).items()})
+                unit["_record"] = rec
+                units_kept.append(unit)
                 for metric, value in rec.get("metrics", {}).items():
                     if metric in current_metrics and versions.get(metric, "1") != current_metrics[metric] \
                             and not include_stale:
                         rescore_stale += 1
                         continue
-                    unit_of_row.append(index)
-                    columns["algorithm"].append(rec["algorithm"])
-                    columns["display"].append(rec["display"])
-                    columns["params_key"].append(rec.get("params_key"))
-                    columns["fold"].append(rec["fold"])
-                    columns["metric"].append(metric)
-                    columns["value"].append(_number(value))
-                    columns["fit_seconds"].append(rec.get("fit_seconds", np.nan))
-                    columns["seed"].append(rec.get("seed"))
-                    columns["version"].append(rec.get("version"))
-                    columns["timestamp"].append(rec.get("timestamp"))
-                for name, value in numeric_diagnostics(rec).items():
-                    diags.append({"experiment": exp, "algorithm": rec["algorithm"], "display": rec["display"],
-                                  "fold": rec["fold"], "diagnostic": name, "value": value})
+                    row_unit.append(index)
+                    row_metric.append(metric)
+                    row_value.append(value)
             displays = {(r.get("algorithm"), r.get("params_key")): r.get("display") for r in units.values()}
             for item in spec.get("plan", []):
                 key = (item["algorithm"], _plan_key(item))
@@ -118,16 +110,8 @@ class ResultSet:
                                      or item["algorithm"],
                                      "algorithm": item["algorithm"], "planned": n_folds,
                                      "done": done.get(key, 0), "failed": fails.get(key, 0)})
-        meta = pd.DataFrame(unit_meta)
-        if len(meta.columns):
-            front = meta.iloc[unit_of_row].reset_index(drop=True)
-            head = [c for c in ("experiment", "dataset", "task") if c in front]
-            frame = pd.concat([front[head], front[[c for c in front if c.startswith("task.")]],
-                               pd.DataFrame(columns),
-                               front[sorted(c for c in front if c.startswith("param."))]], axis=1)
-        else:
-            frame = pd.DataFrame(columns=["experiment", "dataset", "task", *columns])
-        return cls(frame, specs, pd.DataFrame(failed), stale, pd.DataFrame(diags), pd.DataFrame(
+        frame = _frame(units_kept, row_unit, row_metric, row_value)
+        return cls(frame, specs, pd.DataFrame(failed), stale, _LazyDiagnostics(units_kept), pd.DataFrame(
             completeness, columns=["experiment", "display", "algorithm", "planned", "done", "failed"]),
             sessions, rescore_stale, problems)
 
@@ -153,6 +137,13 @@ class ResultSet:
                    pd.concat([s.completeness for s in sets], ignore_index=True),
                    {k: v for s in sets for k, v in s.sessions.items()}, sum(s.rescore_stale for s in sets),
                    [p for s in sets for p in s.problems])
+
+    @property
+    def diagnostics(self) -> pd.DataFrame:
+        """One row per unit and recorded diagnostic (numbers only): what a run learned about itself."""
+        if isinstance(self._diagnostics, _LazyDiagnostics):
+            self._diagnostics = self._diagnostics.frame()
+        return self._diagnostics
 
     @property
     def empty(self) -> bool:
@@ -221,6 +212,38 @@ class ResultSet:
         return list(self.sessions.get(experiment, []))
 
 
+UNIT_COLUMNS = ("algorithm", "display", "params_key", "fold")
+RECORD_COLUMNS = ("fit_seconds", "seed", "version", "timestamp")
+
+
+def _frame(units: list[dict], row_unit: list[int], row_metric: list[str], row_value: list) -> pd.DataFrame:
+    """The tidy frame: unit-level columns repeated for each of the unit's metrics."""
+    if not units:
+        return pd.DataFrame(columns=["experiment", "dataset", "task", *UNIT_COLUMNS, "metric", "value",
+                                     *RECORD_COLUMNS])
+    table = pd.DataFrame(units).drop(columns="_record")
+    rows = table.iloc[row_unit].reset_index(drop=True)
+    rows["metric"] = row_metric
+    rows["value"] = pd.to_numeric(pd.Series(row_value, dtype=object), errors="coerce").astype(float)
+    tasks_ = [c for c in rows if c.startswith("task.")]
+    params = sorted(c for c in rows if c.startswith("param."))
+    return rows[["experiment", "dataset", "task", *tasks_, *UNIT_COLUMNS, "metric", "value", *RECORD_COLUMNS,
+                 *params]]
+
+
+class _LazyDiagnostics:
+    """The diagnostics frame, built only when asked for (`malt show --diagnostics`)."""
+
+    def __init__(self, units: list[dict]):
+        self.units = units
+
+    def frame(self) -> pd.DataFrame:
+        rows = [{"experiment": u["experiment"], "algorithm": u["algorithm"], "display": u["display"],
+                 "fold": u["fold"], "diagnostic": name, "value": value}
+                for u in self.units for name, value in numeric_diagnostics(u["_record"]).items()]
+        return pd.DataFrame(rows)
+
+
 def _declared_order(task: str | None) -> dict[str, int]:
     from malt.tasks import tasks
 
@@ -256,13 +279,6 @@ def _plan_key(item: dict) -> str:
     from malt.params import canonical_json
 
     return hashlib.sha256(canonical_json(item.get("params", {})).encode()).hexdigest()[:16]
-
-
-def _number(value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return float("nan")
 
 
 def _param_value(value):

@@ -71,17 +71,18 @@ class Scan:
 
 def scan(data: bytes) -> Scan:
     """Every intact record of a log's bytes, the offsets of damaged stretches, and the end of the
-    last intact record (digests are verified over headers and payloads)."""
+    last intact record (digests are verified over headers and payloads). Headers are parsed in one
+    pass at the end (a single JSON array), which is what makes reading 10,000 records cheap."""
     view = memoryview(data)
     size = len(data)
-    records: list[Record] = []
+    found: list[tuple[int, int, int, int]] = []  # offset, header start, payload offset, payload length
     damaged: list[int] = []
     pos = end = 0
     while pos < size:
-        record, incomplete = _parse(data, view, pos)
-        if record is not None:
-            records.append(record)
-            pos = end = record.payload_offset + record.payload_length
+        located, incomplete = _locate(data, view, pos)
+        if located is not None:
+            found.append(located)
+            pos = end = located[2] + located[3]
             continue
         following = data.find(MAGIC, pos + 1)
         if following < 0:
@@ -90,11 +91,34 @@ def scan(data: bytes) -> Scan:
             break
         damaged.append(pos)
         pos = following
-    return Scan(records, damaged, end, size)
+    headers = _headers(data, found)
+    records = []
+    for (offset, _, payload_offset, payload_length), header in zip(found, headers):
+        if isinstance(header, dict):
+            records.append(Record(header, offset, payload_offset, payload_length))
+        else:
+            damaged.append(offset)
+    return Scan(records, sorted(damaged), end, size)
 
 
-def _parse(data: bytes, view: memoryview, pos: int) -> tuple[Record | None, bool]:
-    """The record at ``pos``, or (None, whether it merely runs past the end of the data)."""
+def _headers(data: bytes, found: list) -> list:
+    if not found:
+        return []
+    try:
+        return json.loads(b"[" + b",".join(data[h:p] for _, h, p, _ in found) + b"]")
+    except ValueError:  # one header is not JSON although its digest matched (a writer's bug): parse one by one
+        out = []
+        for _, h, p, _ in found:
+            try:
+                out.append(json.loads(data[h:p]))
+            except ValueError:
+                out.append(None)
+        return out
+
+
+def _locate(data: bytes, view: memoryview, pos: int) -> tuple[tuple | None, bool]:
+    """(offset, header start, payload offset, payload length) of the intact record at ``pos``, or
+    (None, whether it merely runs past the end of the data)."""
     size = len(data)
     if size - pos < FIXED.size:
         return None, MAGIC.startswith(data[pos:pos + 8]) or data[pos:pos + 8] == MAGIC
@@ -107,16 +131,9 @@ def _parse(data: bytes, view: memoryview, pos: int) -> tuple[Record | None, bool
         return None, False
     if stop > size:
         return None, True
-    head = data[start:start + hlen]
-    if _digest(struct.pack("<IQ", hlen, plen), head, view[start + hlen:stop]) != digest:
+    if _digest(struct.pack("<IQ", hlen, plen), view[start:start + hlen], view[start + hlen:stop]) != digest:
         return None, False
-    try:
-        header = json.loads(head)
-    except ValueError:
-        return None, False
-    if not isinstance(header, dict):
-        return None, False
-    return Record(header, pos, start + hlen, plen), False
+    return (pos, start, start + hlen, plen), False
 
 
 def read_log(path: Path) -> tuple[bytes, Scan]:
