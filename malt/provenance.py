@@ -22,15 +22,24 @@ import time
 from pathlib import Path
 
 
-def default_threads(jobs: int = 1) -> int:
-    """BLAS threads per unit: idle cores (total minus the 1-minute load not ours) shared by the jobs."""
-    cores = os.cpu_count() or 1
+def busy_elsewhere(jobs: int = 1) -> float:
+    """Runnable threads on the machine besides our ``jobs`` processes: the kernel's count right now
+    (/proc/loadavg's fourth field, which includes this reader), else the 1-minute load average."""
     try:
-        load = os.getloadavg()[0]
-    except OSError:
-        load = 0.0
-    busy_elsewhere = max(0.0, load - jobs)
-    return max(1, int((cores - busy_elsewhere) // max(jobs, 1)))
+        with open("/proc/loadavg") as handle:
+            runnable = int(handle.read().split()[3].split("/")[0])
+        return max(0.0, runnable - jobs)
+    except (OSError, ValueError, IndexError):
+        try:
+            return max(0.0, os.getloadavg()[0] - jobs)
+        except OSError:
+            return 0.0
+
+
+def default_threads(jobs: int = 1) -> int:
+    """BLAS threads per unit: the cores nobody else is using, shared by the jobs (at least one)."""
+    cores = os.cpu_count() or 1
+    return max(1, int((cores - busy_elsewhere(jobs)) // max(jobs, 1)))
 
 
 _CONTROLLER: list = [None, -1]  # threadpoolctl controller, and len(sys.modules) when it scanned

@@ -1,0 +1,78 @@
+"""BLAS threads per unit (issue 18): one unit of each model family at 1 thread, 2 threads and malt's
+default (--threads unset: the idle cores, shared by the jobs), on the machine as it is and with two
+busy-loop processes beside it. Goal: the default is never more than 1.2× slower than the better of
+1 and 2 threads, in either condition.
+
+Run on a quiet machine: `python tests/benchmarks/bench_threads.py` (needs MALT_DATA).
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from malt import engine, registry
+from malt.data import open_dataset
+from malt.tasks import get_task
+
+UNITS = [  # (family, algorithm, params, dataset, task, options)
+    ("label propagation", "lgc", {}, "swiss-roll-30000", "semisupervised", {"labeled": 100}),
+    ("PMA", "pma-map", {}, "cal500", "missing", {"missing": 0.2}),
+    ("BMR", "bmr", {}, "scene", "multilabel", {}),
+    ("topic models", "ctm", {}, "different100", "topics", {}),
+    ("PCSA", "pcsa", {}, "emotions", "missing", {"missing": 0.3}),
+    ("matrix-variate GPs", "kpmf", {}, "filmtrust", "ratings", {"runs": 1}),
+]
+
+
+def swiss_roll(n: int = 30_000):
+    import numpy as np
+    from sklearn.datasets import make_swiss_roll
+
+    from malt.datasets.dataset import Dataset
+
+    X, t = make_swiss_roll(n, noise=0.1, random_state=0)
+    return Dataset(f"swiss-roll-{n}", {"X": X, "y": np.digitize(t, np.quantile(t, [0.25, 0.5, 0.75]))})
+
+
+def seconds(plan: engine.Plan, threads: int | None, repeats: int = 3) -> float:
+    unit = plan.units()[0]
+    best = float("inf")
+    for _ in range(repeats):
+        engine._WORKER_CACHES.clear()
+        start = time.perf_counter()
+        outcome = engine.run_unit(plan.dataset, plan.task, plan.options, unit, None, threads)
+        best = min(best, time.perf_counter() - start)
+        assert outcome.record["status"] == "ok", outcome.record.get("error")
+    return best
+
+
+def busy(n: int) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def main() -> None:
+    print(f"{'family':<20} {'condition':<8} {'1 thread':>9} {'2 threads':>10} {'default':>8} {'default/best':>13}")
+    for family, name, params, dataset_name, task_name, options in UNITS:
+        try:
+            dataset = swiss_roll() if dataset_name.startswith("swiss-roll") else open_dataset(dataset_name)
+        except Exception as err:  # a dataset missing here: say so and go on
+            print(f"{family:<20} skipped ({err})")
+            continue
+        task = get_task(task_name)
+        algo = registry.get(name)
+        plan = engine.Plan(dataset, {"kind": "bench"}, task, task.Params(**options), [(algo, algo.Params(**params))])
+        for condition in ("quiet", "loaded"):
+            loops = busy(2) if condition == "loaded" else []
+            time.sleep(0.5 if loops else 0)
+            try:
+                one, two, default = (seconds(plan, t) for t in (1, 2, None))
+            finally:
+                for proc in loops:
+                    proc.kill()
+            print(f"{family:<20} {condition:<8} {one:>8.2f}s {two:>9.2f}s {default:>7.2f}s "
+                  f"{default / min(one, two):>12.2f}x")
+
+
+if __name__ == "__main__":
+    main()
