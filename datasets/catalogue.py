@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 

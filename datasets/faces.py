@@ -6,7 +6,6 @@ others hidden) is the ``missing`` task with ``--task-param complete_rows=nf --mi
 """
 from __future__ import annotations
 
-import io
 import tarfile
 
 import numpy as np

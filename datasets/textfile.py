@@ -5,7 +5,6 @@ what the file is and what to do; nothing here ever returns a half-read file.
 """
 from __future__ import annotations
 
-import gzip
 import zlib
 from pathlib import Path
 

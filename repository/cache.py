@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from malt.errors import RepositoryError
+
 from .files import atomic_write, check_no_links, read_bytes, remove
 from .hdf5 import DamagedFile, from_bytes, read_meta, to_bytes
 
@@ -63,7 +65,7 @@ class ArtifactCache:
             data = read_bytes(path)
         except FileNotFoundError:
             return None
-        except Exception as err:  # unreadable: recompute rather than fail the run
+        except (OSError, RepositoryError) as err:  # unreadable: recompute rather than fail the run
             if problems is not None:
                 problems.append(f"{path}: {err}; it will be recomputed")
             return None
@@ -89,7 +91,7 @@ class ArtifactCache:
                 path = self.path(key)
                 check_no_links(self.root, path)
                 os.utime(path, (now, now), follow_symlinks=False)
-            except (OSError, ValueError, Exception):
+            except (OSError, ValueError, RepositoryError):
                 pass  # last-used times are advisory
 
     def entries(self) -> list[Entry]:

@@ -17,14 +17,13 @@ Results of the first store format (``results.h5`` + ``journal/``) are read as th
 """
 from __future__ import annotations
 
-import os
 import secrets
 import time
 from pathlib import Path
 
 import numpy as np
 
-from malt.errors import RepositoryError, unknown_name
+from malt.errors import unknown_name
 
 from . import legacy
 from .files import atomic_write, check_no_links, ensure_dir, read_bytes, sweep_temporaries, validate_name
@@ -294,11 +293,3 @@ def latest_valid_spec(specs: list[dict], experiment_id: str) -> dict | None:
     return None
 
 
-def remove_empty(folder: Path) -> None:
-    try:
-        os.rmdir(folder)
-    except OSError:
-        pass
-
-
-__all__ = ["ExperimentFiles", "ExperimentWriter", "RepositoryError", "latest_valid_spec"]

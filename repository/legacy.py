@@ -16,8 +16,6 @@ import re
 import stat
 from pathlib import Path
 
-from malt.errors import RepositoryError
-
 from .files import read_bytes
 
 SEALED = re.compile(r'\{"checksum": "[0-9a-f]{16}", "record": ')
@@ -103,8 +101,3 @@ def read_spec(folder: Path) -> dict:
 
     path = folder / "spec.json"
     return unseal_json(read_bytes(path), str(path), legacy_ok=True)
-
-
-def require_readable(path: Path) -> None:
-    if not path.exists():
-        raise RepositoryError(f"{path} does not exist")
