@@ -11,17 +11,17 @@ ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_BOOT = "import tests.plugins.counting, tests.plugins.toy_task; from malt.cli import main; main()"
 
 
-def malt_cmd(*args: str) -> list[str]:
+def malt_cmd(*args) -> list[str]:
     """`malt ...` run through Python with the test plugins registered."""
-    return [sys.executable, "-c", PLUGIN_BOOT, *args]
+    return [sys.executable, "-c", PLUGIN_BOOT, *map(str, args)]
 
 
-def run_malt(*args: str, env: dict | None = None, check: bool = True, timeout: float = 120):
+def run_malt(*args, env: dict | None = None, check: bool = True, timeout: float = 120):
     full_env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
     result = subprocess.run(malt_cmd(*args), capture_output=True, text=True, env=full_env, timeout=timeout,
                             cwd=ROOT)
     if check and result.returncode != 0:
-        raise AssertionError(f"malt {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
+        raise AssertionError(f"malt {' '.join(map(str, args))} failed ({result.returncode}):\n{result.stderr}")
     return result
 
 

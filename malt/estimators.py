@@ -1,0 +1,291 @@
+"""scikit-learn estimators over malt's algorithms: the same registered numeric cores, in pipelines.
+
+    from malt.estimators import BMRClassifier, MLkNNClassifier, PMAImputer, LabelPropagationGF
+    clf = BMRClassifier(ridge=10.0).fit(X, Y)          # Y: (n, L) 0/1, NaN = unknown entry
+    clf.predict(X_new); clf.predict_proba(X_new)         # (m, L) decisions and per-label scores
+    PMAImputer().fit_transform(M_with_nans)             # like scikit-learn's imputers
+    LabelPropagationGF().fit(X, y).transduction_         # like LabelSpreading: -1 marks unlabelled points
+
+Each estimator's constructor parameters are its algorithm's declared parameters (same names,
+defaults and validation; `get_params`/`set_params`/`clone` work, so do `Pipeline` and
+`GridSearchCV`). An algorithm that splits into `fit` and `predict` (BMR, ML-kNN) fits once in `fit`;
+the others fit and predict in one call of their `run` when asked to predict. `make(name)` gives an
+estimator class for any registered algorithm of the multilabel, missing or semisupervised task.
+"""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from malt import registry
+from malt.context import Context
+from malt.errors import InvalidParameterError
+from malt.splits import MissingSplit, MultilabelSplit, SemiSupervisedSplit
+
+
+class _MaltEstimator(BaseEstimator):
+    """Constructor parameters = the algorithm's Params fields (set in `_with_params`)."""
+
+    algorithm: str = ""
+
+    @classmethod
+    def _algo(cls):
+        return registry.get(cls.algorithm)
+
+    def _malt_params(self):
+        algo = self._algo()
+        try:
+            return algo.Params(**{name: getattr(self, name) for name in algo.Params.names()})
+        except InvalidParameterError as err:
+            raise ValueError(str(err)) from None
+
+    def _context(self, X):
+        seed = getattr(self, "random_state", None)
+        algo = self._algo()
+        return Context(X, seed=0 if seed is None else int(seed), producer=f"{algo.name}@{algo.version}")
+
+
+def _with_params(cls, algorithm: str):
+    """Give ``cls`` an explicit __init__ whose keyword parameters are the algorithm's (what
+    scikit-learn's get_params reads), plus random_state for the algorithm's seeded randomness."""
+    fields = registry.get(algorithm).Params.describe()
+    names = [f["name"] for f in fields] + ["random_state"]
+    defaults = {f["name"]: f["default"] for f in fields}
+    defaults["random_state"] = None
+
+    def __init__(self, **kwargs):
+        unknown = set(kwargs) - set(names)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} got unexpected parameter(s) {', '.join(sorted(unknown))}")
+        for name in names:
+            setattr(self, name, kwargs.get(name, defaults[name]))
+
+    __init__.__signature__ = inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=defaults[n]) for n in names])
+    cls.__init__ = __init__
+    cls.algorithm = algorithm
+    return cls
+
+
+def _check_X(X, name="X"):
+    from sklearn.utils.validation import check_array
+
+    return check_array(X, accept_sparse="csr", dtype=float, ensure_all_finite=True, input_name=name)
+
+
+class MultilabelEstimator(ClassifierMixin, _MaltEstimator):
+    """A multi-label classifier: ``fit(X, Y)`` with Y (n, L) of 0/1 (NaN for an unknown entry);
+    ``predict`` gives 0/1 decisions, ``predict_proba`` per-label probabilities. A 1-d ``y`` (binary or
+    multi-class) is fit as one label per class and predicted as the most probable class.
+
+    Probabilities: the algorithm's scores when they are probabilities already (ML-kNN's posteriors),
+    else the logistic function of its log-odds scores (BMR)."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.input_tags.sparse = True
+        return tags
+
+    def fit(self, X, y):
+        from sklearn.utils.multiclass import check_classification_targets
+
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        X = _check_X(X)
+        y = np.asarray(y)
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}")
+        if y.ndim == 1 or (y.ndim == 2 and y.shape[1] == 1 and not np.issubdtype(y.dtype, np.floating)):
+            y = y.ravel()
+            check_classification_targets(y)
+            self.classes_ = np.unique(y)
+            if self.classes_.size < 2:
+                raise ValueError("y has 1 class; a classifier needs at least two")
+            Y = (y[:, None] == self.classes_[None, :]).astype(float)
+            Y = Y[:, 1:] if self.classes_.size == 2 else Y
+            self.multilabel_ = False
+        else:
+            Y = np.asarray(y, dtype=float)
+            if Y.ndim != 2:
+                raise ValueError("y must be 1-d class labels or a 2-d (n_samples, n_labels) array of 0/1 labels")
+            known = Y[~np.isnan(Y)]
+            if known.size == 0 or not np.isin(known, (0.0, 1.0)).all():
+                raise ValueError("Unknown label type: a 2-d y must hold 0/1 labels (NaN for unknown entries)")
+            self.classes_ = [np.array([0, 1]) for _ in range(Y.shape[1])]
+            self.multilabel_ = True
+        self.X_train_, self.Y_train_ = X, Y
+        self.n_features_in_ = X.shape[1]
+        algo = self._algo()
+        self.model_ = None
+        if hasattr(algo, "fit_model"):
+            split = MultilabelSplit(X, Y, X[:0], np.arange(X.shape[0]), np.arange(0), 0)
+            self.model_ = algo().fit_model(split, self._malt_params(), self._context(X))
+        return self
+
+    def _scores(self, X) -> np.ndarray:
+        check_is_fitted(self, "Y_train_")
+        X = _check_X(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input")
+        algo = self._algo()
+        n = self.X_train_.shape[0]
+        dense = [A.toarray() if hasattr(A, "toarray") else A for A in (self.X_train_, X)]
+        split = MultilabelSplit(self.X_train_, self.Y_train_, X, np.arange(n), np.arange(n, n + X.shape[0]), 0)
+        ctx = self._context(np.vstack(dense))
+        if self.model_ is not None:
+            prediction = algo().predict_model(self.model_, split, self._malt_params(), ctx)
+        else:
+            prediction = algo().run(split, self._malt_params(), ctx)
+        scores = np.asarray(prediction.scores, dtype=float)
+        if scores.min(initial=0.0) < 0 or scores.max(initial=1.0) > 1:
+            scores = 1.0 / (1.0 + np.exp(-scores))
+        return scores
+
+    def predict_proba(self, X):
+        P = self._scores(X)
+        if self.multilabel_:
+            return P
+        if len(self.classes_) == 2:
+            return np.column_stack([1.0 - P[:, 0], P[:, 0]])
+        return P / np.where(P.sum(axis=1, keepdims=True) > 0, P.sum(axis=1, keepdims=True), 1.0)
+
+    def predict(self, X):
+        P = self.predict_proba(X)
+        if self.multilabel_:
+            return (P >= 0.5).astype(int)
+        return self.classes_[np.argmax(P, axis=1)]
+
+
+class ImputerEstimator(TransformerMixin, _MaltEstimator):
+    """Impute the NaN entries of a matrix (transductive, like scikit-learn's KNNImputer: rows seen in
+    ``fit`` help complete new rows). ``row_features`` (n, d), when given to ``fit``/``transform``,
+    is the side information the row kernel is built from."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    def fit(self, X, y=None, row_features=None):
+        from sklearn.utils.validation import check_array
+
+        self.X_fit_ = check_array(X, dtype=float, ensure_all_finite="allow-nan")
+        self.row_features_ = None if row_features is None else check_array(row_features, dtype=float)
+        self.n_features_in_ = self.X_fit_.shape[1]
+        return self
+
+    def transform(self, X, row_features=None):
+        from sklearn.utils.validation import check_array
+
+        check_is_fitted(self, "X_fit_")
+        X = check_array(X, dtype=float, ensure_all_finite="allow-nan")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input")
+        same = X.shape == self.X_fit_.shape and np.array_equal(X, self.X_fit_, equal_nan=True)
+        M = X if same else np.vstack([self.X_fit_, X])
+        features = self.row_features_ if same else (
+            None if self.row_features_ is None or row_features is None
+            else np.vstack([self.row_features_, check_array(row_features, dtype=float)]))
+        hidden = np.isnan(M)
+        if not hidden.any():
+            return X.copy()
+        split = MissingSplit(M, hidden, features, np.arange(M.shape[0]), "real", 0)
+        values = np.asarray(self._algo()().run(split, self._malt_params(), self._context(features)).values)
+        out = np.where(hidden, values, M)
+        return out if same else out[self.X_fit_.shape[0]:]
+
+
+class TransductiveClassifier(ClassifierMixin, _MaltEstimator):
+    """Graph-based semi-supervised classification like scikit-learn's LabelSpreading: ``fit(X, y)``
+    with y = -1 for unlabelled points sets ``transduction_`` (a label for every point) and
+    ``label_distributions_``; ``predict(X)`` labels new points by propagating over the graph of the
+    training points and X together."""
+
+    def fit(self, X, y):
+        from sklearn.utils.validation import check_X_y
+
+        X, y = check_X_y(X, y, accept_sparse="csr", dtype=float)
+        labelled = y != -1
+        if not labelled.any():
+            raise ValueError("no labelled point: y must hold class labels (and -1 for unlabelled points)")
+        self.classes_ = np.unique(y[labelled])
+        codes = np.full(len(y), -1, dtype=np.int64)
+        codes[labelled] = np.searchsorted(self.classes_, y[labelled])
+        self.X_, self.codes_ = X, codes
+        self.n_features_in_ = X.shape[1]
+        F = self._propagate(X, codes)
+        self.label_distributions_ = _normalise(F)
+        self.transduction_ = self.classes_[np.argmax(F, axis=1)]
+        return self
+
+    def _propagate(self, X, codes):
+        evaluate = np.flatnonzero(codes < 0)
+        split = SemiSupervisedSplit(X, codes, len(self.classes_), evaluate, 0)
+        prediction = self._algo()().run(split, self._malt_params(), self._context(X))
+        if prediction.scores is not None:
+            return np.asarray(prediction.scores, dtype=float)
+        return np.eye(len(self.classes_))[np.asarray(prediction.labels, dtype=int)]
+
+    def predict_proba(self, X):
+        check_is_fitted(self, "transduction_")
+        X = _check_X(X)
+        stacked = np.vstack([self.X_.toarray() if hasattr(self.X_, "toarray") else self.X_,
+                             X.toarray() if hasattr(X, "toarray") else X])
+        codes = np.concatenate([self.codes_, np.full(X.shape[0], -1)])
+        return _normalise(self._propagate(stacked, codes)[len(self.codes_):])
+
+    def predict(self, X):
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+def _normalise(F: np.ndarray) -> np.ndarray:
+    F = np.clip(F, 0.0, None)
+    total = F.sum(axis=1, keepdims=True)
+    return np.where(total > 0, F / np.where(total > 0, total, 1.0), 1.0 / F.shape[1])
+
+
+_BASES = {"multilabel": MultilabelEstimator, "missing": ImputerEstimator, "semisupervised": TransductiveClassifier}
+
+
+def make(algorithm: str, task: str | None = None) -> type:
+    """An estimator class for a registered algorithm (multilabel, missing or semisupervised task)."""
+    algo = registry.get(algorithm)
+    choices = [t for t in ("multilabel", "missing", "semisupervised") if t in algo.tasks]
+    task = task or (choices[0] if choices else None)
+    if task not in _BASES or task not in algo.tasks:
+        raise InvalidParameterError(f"No estimator for '{algorithm}' on task {task!r}; it supports "
+                                    f"{', '.join(sorted(algo.tasks))}.")
+    name = "".join(part.capitalize() for part in algorithm.replace("-", " ").split()) + "Estimator"
+    cls = type(name, (_BASES[task],), {"__doc__": f"{algo.summary()}\n\n{_BASES[task].__doc__}",
+                                       "__module__": __name__})
+    return _with_params(cls, algorithm)
+
+
+class BMRClassifier(MultilabelEstimator):
+    """Bayesian Multivariate Regression (Agovic 2011, §4.3): correlated logistic labels, variational EM."""
+
+
+class MLkNNClassifier(MultilabelEstimator):
+    """ML-kNN (Zhang & Zhou 2007): Bayes rule on the label counts of the k nearest neighbours."""
+
+
+class PMAImputer(ImputerEstimator):
+    """Probabilistic Matrix Addition, MAP (Agovic 2011, ch. 5): completes a matrix whose rows and
+    columns are both correlated (row kernel from ``row_features`` when given)."""
+
+
+class LabelPropagationGF(TransductiveClassifier):
+    """Gaussian fields / harmonic functions on a kNN graph (Zhu et al. 2003; Agovic 2011, eq. 3.8)."""
+
+
+_with_params(BMRClassifier, "bmr")
+_with_params(MLkNNClassifier, "mlknn")
+_with_params(PMAImputer, "pma-map")
+_with_params(LabelPropagationGF, "gf")

@@ -1,0 +1,117 @@
+"""malt from Python: the API and the CLI store the same units; experiment files run, resume after
+kill -9 and equal the CLI's numbers; provenance is recorded and true."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import malt
+import tests.plugins.counting  # noqa: F401  (test-counting)
+from malt.errors import MaltError
+from malt.repository.store import Repository
+from malt.results import ResultSet
+from tests.helpers import ROOT, malt_cmd, run_malt
+
+
+def _records(repo) -> dict:
+    out = {}
+    for exp in Repository(repo).experiments():
+        units, _, _ = Repository(repo).experiment(exp).read_log()
+        out.update({(exp, k): (r["metrics"], r["seed"], r["params_key"]) for k, r in units.items()})
+    return out
+
+
+@pytest.mark.timeout(180)
+def test_the_api_and_the_cli_store_the_same_units(tmp_path):
+    run = malt.cv(["mllr", "mlknn"], "synthetic-multilabel", params={"C": [0.1, 1.0]}, repo=tmp_path / "api",
+                  missing=0.3, folds=3)
+    assert run.ok and run.ran == 9 and run.experiment.startswith("synthetic-multilabel-multilabel-")
+    shown = run_malt("cv", "--algo", "mllr", "--algo", "mlknn", "--param", "C=0.1,1.0", "--dataset",
+                     "synthetic-multilabel", "--missing", "0.3", "--folds", "3", "--quiet", "--repo", tmp_path / "cli")
+    assert shown.stdout.strip() == run.experiment
+    assert _records(tmp_path / "api") == _records(tmp_path / "cli")
+    frame = malt.load(tmp_path / "api").frame
+    assert {"experiment", "algorithm", "display", "fold", "metric", "value", "task.missing", "param.C"} <= set(frame)
+    summary = malt.load(tmp_path / "api").summary(by="algorithm")
+    assert set(summary["algorithm"]) == {"mllr", "mlknn"} and (summary["folds"] > 0).all()
+    with pytest.raises(MaltError, match="Unknown algorithm 'mlr'"):
+        malt.cv("mlr", "synthetic-multilabel", repo=tmp_path / "api")
+
+
+EXPERIMENTS = """
+[[experiment]]
+datasets = ["synthetic-multilabel", "synthetic-pma-50x20"]
+algorithms = ["test-counting", "column-mean"]
+task = "missing"
+options = { folds = 3 }
+params = { sleep = 0.4 }
+"""
+
+
+@pytest.mark.timeout(300)
+def test_an_experiment_file_runs_resumes_after_kill_and_equals_the_cli(tmp_path):
+    plan = tmp_path / "grid.toml"
+    plan.write_text(EXPERIMENTS)
+    repo = tmp_path / "repo"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(malt_cmd("run", str(plan), "--repo", str(repo), "--quiet"), env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list(repo.glob("experiments/*/units.log")):
+        time.sleep(0.05)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    finished = run_malt("run", plan, "--repo", repo)
+    ids = finished.stdout.split()
+    assert len(ids) == 2 and "already stored" in finished.stderr
+    for dataset in ("synthetic-multilabel", "synthetic-pma-50x20"):
+        run_malt("cv", "--algo", "test-counting", "--algo", "column-mean", "--dataset", dataset, "--task", "missing",
+                 "--folds", "3", "--param", "sleep=0.4", "--quiet", "--repo", tmp_path / "cli")
+    a = ResultSet.load(repo).frame.sort_values(["experiment", "display", "fold", "metric"])
+    b = ResultSet.load(tmp_path / "cli").frame.sort_values(["experiment", "display", "fold", "metric"])
+    np.testing.assert_array_equal(a["value"].to_numpy(), b["value"].to_numpy())
+    assert sorted(set(a["experiment"])) == sorted(ids)
+
+
+@pytest.mark.timeout(300)
+def test_provenance_names_the_revision_the_libraries_and_the_host(tmp_path):
+    """Run from a temporary checkout: the recorded git revision is that checkout's HEAD, and a dirty
+    tree says so."""
+    checkout = tmp_path / "checkout"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{ROOT}", str(checkout)], check=True)
+    head = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    code = ("import sys; sys.path.insert(0, {src!r}); import malt, malt.provenance as p; "
+            "assert malt.__file__.startswith({src!r}), malt.__file__; import json; print(json.dumps(p.code_revision()))")
+    layout = tmp_path / "layout"  # the installed package layout (malt/, malt/algorithms, ...) over the checkout
+    (layout / "malt").mkdir(parents=True)
+    for item in (checkout / "malt").iterdir():
+        (layout / "malt" / item.name).symlink_to(item)
+    for sub in ("algorithms", "datasets", "repository"):
+        (layout / "malt" / sub).symlink_to(checkout / sub)
+
+    def revision():
+        out = subprocess.run([sys.executable, "-c", code.format(src=str(layout))], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    assert revision() == {"git_revision": head, "git_dirty": False, "source": str(checkout)}
+    (checkout / "malt" / "errors.py").write_text((checkout / "malt" / "errors.py").read_text() + "\n# edited\n")
+    assert revision()["git_dirty"] is True
+    repo = tmp_path / "repo"
+    exp = run_malt("cv", "--algo", "mllr", "--dataset", "synthetic-multilabel", "--folds", "2", "--quiet",
+                   "--repo", repo).stdout.strip()
+    sessions = ResultSet.load(repo).provenance(exp)
+    assert len(sessions) == 1 and sessions[0]["ended"] >= sessions[0]["started"]
+    assert {"numpy", "scipy", "scikit-learn", "malt"} <= set(sessions[0]["versions"])
+    assert sessions[0]["blas"] and sessions[0]["host"] == os.uname().nodename
+    shown = run_malt("show", exp, "--provenance", "--repo", repo).stdout
+    assert "python " in shown and "BLAS:" in shown
