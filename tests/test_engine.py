@@ -7,6 +7,7 @@ import scipy.sparse as sp
 
 import tests.plugins.counting  # noqa: F401  (registers test-counting)
 from malt import engine, registry
+from malt.progress import Progress
 from malt.data import open_dataset
 from malt.repository.store import Repository
 from malt.results import ResultSet
@@ -158,7 +159,7 @@ def test_a_long_unit_reports_its_own_progress_and_an_eta(repo_path, counter, mon
     from measured unit times (one line per update when stderr is not a terminal)."""
     from malt import api
 
-    monkeypatch.setattr(engine.Progress, "LOG_SECONDS", 0.0)
+    monkeypatch.setattr(Progress, "LOG_SECONDS", 0.0)
     api.cv("test-counting", "synthetic-multilabel", task="missing", params={"steps": 4, "sleep": 0.01},
            repo=repo_path, quiet=False, folds=2)
     err = capsys.readouterr().err
@@ -167,7 +168,7 @@ def test_a_long_unit_reports_its_own_progress_and_an_eta(repo_path, counter, mon
 
 
 def test_the_eta_is_the_measured_unit_time_times_what_remains():
-    progress = engine.Progress(10, "x", quiet=True)
+    progress = Progress(10, "x", quiet=True)
     progress.start = 0.0
     progress.done = 4
     assert progress.eta(now=8.0) == pytest.approx(12.0)  # 2 s a unit, 6 units to go
