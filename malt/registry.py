@@ -14,11 +14,17 @@ An algorithm is a small class::
 
 A module that fails to import does not break the listing: it shows up as a broken entry whose
 error is raised when it is used.
+
+`get(name)` imports only the module that declares ``name`` (found by reading the modules' source
+for ``name = "..."``), so `malt cv --algo mllr` does not import the other thirty modules and their
+libraries; listing every algorithm imports them all.
 """
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
+import re
 import traceback
 from importlib.metadata import entry_points
 from typing import ClassVar
@@ -95,6 +101,38 @@ def _load() -> None:
             _BROKEN[f"{ep.name} (entry point {ep.value})"] = traceback.format_exc()
 
 
+_DECLARED = re.compile(r"^\s+name\s*=\s*[\"']([^\"']+)[\"']", re.MULTILINE)
+
+
+def _module_declaring(name: str) -> str | None:
+    """The built-in module whose source declares an algorithm ``name`` (None if none does)."""
+    import malt.algorithms as builtin
+
+    for info in pkgutil.walk_packages(builtin.__path__, prefix="malt.algorithms."):
+        spec = importlib.util.find_spec(info.name)
+        if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+            continue
+        try:
+            with open(spec.origin, encoding="utf-8") as handle:
+                if name in _DECLARED.findall(handle.read()):
+                    return info.name
+        except OSError:
+            continue
+    return None
+
+
+def _load_one(name: str) -> None:
+    """Import just the module that declares ``name``; everything when it cannot be found that way."""
+    module = None if _LOADED else _module_declaring(name)
+    if module is not None:
+        try:
+            importlib.import_module(module)
+        except Exception:
+            _BROKEN[module] = traceback.format_exc()
+    if name not in _REGISTRY:
+        _load()
+
+
 def algorithms() -> dict[str, type[Algorithm]]:
     """All registered algorithms by name (loads built-ins and entry points on first use)."""
     _load()
@@ -108,9 +146,12 @@ def broken() -> dict[str, str]:
 
 
 def get(name: str) -> type[Algorithm]:
-    found = algorithms().get(name)
+    if name not in _REGISTRY:
+        _load_one(name)
+    found = _REGISTRY.get(name)
     if found is None:
         hint = "Run `malt algorithms` to list them."
+        _load()
         if _BROKEN:
             hint += f" {len(_BROKEN)} algorithm module(s) failed to import; `malt algorithms --broken` shows why."
         raise unknown_name("algorithm", name, _REGISTRY, hint)

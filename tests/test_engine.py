@@ -174,3 +174,30 @@ def test_the_eta_is_the_measured_unit_time_times_what_remains():
     assert progress.eta(now=8.0) == pytest.approx(12.0)  # 2 s a unit, 6 units to go
     progress.inner = (0.5, "")
     assert progress.eta(now=9.0) == pytest.approx(9.0 / 4.5 * 5.5)
+
+
+def test_reading_results_imports_no_algorithm_and_running_one_imports_only_its_module(tmp_path):
+    """`malt show` works from the store and the task declarations; `malt cv --algo mllr` imports the
+    one module declaring mllr, not the thirty others (nor scipy.stats)."""
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+
+    repo = tmp_path / "repo"
+    exp = api_cv("mllr", repo)
+    probe = ("import sys; from malt.cli import main\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "mods = sorted(m for m in sys.modules if m.startswith('malt.algorithms.'))\n"
+             "print(mods, 'scipy.stats' in sys.modules, file=sys.stderr)")
+    for args, allowed in ((["show", exp], []), (["cv", "--algo", "mllr", "--dataset", "synthetic-multilabel",
+                                                   "--folds", "2", "--quiet"], ["malt.algorithms.baselines"])):
+        out = subprocess.run([sys.executable, "-c", probe, *args, "--repo", str(repo)], capture_output=True,
+                             text=True, cwd=ROOT)
+        assert out.stderr.strip().splitlines()[-1] == f"{allowed} False", out.stderr
+
+
+def api_cv(algorithm, repo):
+    from malt import api
+
+    return api.cv(algorithm, "synthetic-multilabel", repo=repo, folds=2).experiment
