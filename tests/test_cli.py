@@ -166,3 +166,15 @@ def test_show_diagnostics_reports_what_each_run_recorded(tmp_path):
     assert "fit_seconds" in shown.output
     raw = invoke("show", "--repo", path, exp, "--diagnostics", "--format", "csv", "--raw").output
     assert raw.count("\n") >= 2 * len(records)
+
+
+def test_a_run_whose_units_all_fail_exits_one_with_one_line_per_kind_of_failure(tmp_path):
+    result = run_malt("cv", "--algo", "test-counting", "--param", "fail_fold=0,1", "--dataset", "synthetic-multilabel",
+                      "--task", "missing", "--folds", "2", "--repo", tmp_path / "r", check=False)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert any(line.strip().startswith("2 unit(s) failed: RuntimeError: planned failure") for line in lines)
+    assert any("malt show" in line and "--failed" in line for line in lines)
+    exp = result.stdout.strip()
+    shown = run_malt("show", exp, "--failed", "--repo", tmp_path / "r")
+    assert shown.stdout.count("planned failure") == 2

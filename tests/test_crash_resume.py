@@ -49,3 +49,33 @@ def test_kill_minus_nine_then_rerun_equals_uninterrupted(tmp_path):
     assert not list(crashed.rglob(".*.tmp"))  # half-written files of killed writers are swept
     pd.testing.assert_frame_equal(_table(reference).reset_index(drop=True), _table(crashed).reset_index(drop=True))
     assert len(_table(crashed)) == 20 * 1  # 4 settings × 5 folds × one metric (error)
+
+
+def _kill_during(args, repo, seconds, env):
+    proc = subprocess.Popen(malt_cmd(*args, "--repo", str(repo)), env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    time.sleep(seconds)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+def test_kill_minus_nine_during_rescore_and_cache_clear_loses_nothing(tmp_path):
+    repo = tmp_path / "repo"
+    grid = [*ARGS[:-1], "--param", "kernel_seconds=0.05", "--param", "kernel_size=300"]
+    run_malt(*grid, "--repo", str(repo))
+    expected = _table(repo)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    rng = random.Random(3)
+    for _ in range(3):
+        _kill_during(["rescore"], repo, rng.uniform(0.5, 2.0), env)
+        pd.testing.assert_frame_equal(_table(repo).reset_index(drop=True), expected.reset_index(drop=True))
+        _kill_during(["cache", "clear"], repo, rng.uniform(0.3, 1.5), env)
+        pd.testing.assert_frame_equal(_table(repo).reset_index(drop=True), expected.reset_index(drop=True))
+    run_malt("rescore", "--repo", str(repo))
+    run_malt(*grid, "--param", "sleep=0.051", "--repo", str(repo))  # a new setting recomputes what the cache lost
+    exp = ResultSet.from_repository(Repository(repo)).frame["experiment"].iloc[0]
+    assert "damaged" not in run_malt("show", exp, "--repo", str(repo)).stderr
+    after = _table(repo)
+    pd.testing.assert_frame_equal(after[after["display"].isin(expected["display"])].reset_index(drop=True),
+                                  expected.reset_index(drop=True))

@@ -89,3 +89,31 @@ def test_runs_deterministically_on_a_tiny_instance(name, task):
     assert results[0].keys() == results[1].keys()
     np.testing.assert_array_equal(list(results[0].values()), list(results[1].values()))  # NaN == NaN here
     assert all(np.isfinite(v) or np.isnan(v) for v in results[0].values())
+
+
+@pytest.mark.parametrize("name", sorted(tasks()))
+def test_every_task_declares_its_protocol(name):
+    """Options with help and a role, metrics with a label, a direction and unique names, settings that
+    are options: what the CLI, figures, tables and report read."""
+    import dataclasses
+
+    cls = tasks()[name]
+    assert cls.summary(), f"task {name} has no docstring summary"
+    for f in dataclasses.fields(cls.Params):
+        assert f.metadata.get("help"), f"{name}.{f.name} has no help text"
+    assert set(cls.option_roles().values()) <= {"fitting", "scoring", "count", "repetition"}
+    assert cls.metrics and len({m.name for m in cls.metrics}) == len(cls.metrics)
+    for m in cls.metrics:
+        assert m.label and m.better in ("lower", "higher") and m.version
+        assert set(m.options) <= set(cls.Params.names()), f"{name}.{m.name} names unknown options"
+    for s in cls.settings:
+        assert s.name in cls.Params.names() and s.label
+    assert cls.requires
+
+
+def test_same_named_metrics_mean_the_same_everywhere():
+    seen = {}
+    for cls in tasks().values():
+        for m in cls.metrics:
+            first = seen.setdefault(m.name, m)
+            assert (first.better, first.percent) == (m.better, m.percent), f"{m.name} differs between tasks"

@@ -31,3 +31,41 @@ def test_a_task_declared_in_one_module_works_end_to_end(tmp_path):
     assert f"{exp}: 10 unit(s) rescored" in run_malt("rescore", "--experiment", exp, "--repo", repo).stdout
     again = ResultSet.from_repository(Repository(repo), [exp]).frame
     np.testing.assert_array_equal(np.sort(again["value"].to_numpy()), np.sort(rs.frame["value"].to_numpy()))
+
+
+@pytest.mark.timeout(120)
+def test_a_metric_added_later_is_rescored_from_stored_predictions_without_refitting(tmp_path, monkeypatch):
+    """The task gains a metric (as a new malt release would): `malt rescore` computes it for every
+    stored unit from the stored predictions, and the numbers equal a fresh run's."""
+    from malt import api
+    from malt.tasks.base import Metric
+    from tests.plugins import toy_task
+
+    first = api.cv("toy-ridge", "toy-linear", repo=tmp_path / "old", params={"alpha": [0.1, 10.0]})
+    assert first.ran == 10
+    original = toy_task.RegressionTask.score_packed
+
+    def with_mae(self, dataset, params, split, packed):
+        truth = np.asarray(dataset["t"], dtype=float)[split.test_index]
+        return dict(original(self, dataset, params, split, packed), mae=float(np.mean(np.abs(truth - packed["values"]))))
+
+    monkeypatch.setattr(toy_task.RegressionTask, "metrics",
+                        toy_task.RegressionTask.metrics + (Metric("mae", "MAE", "lower"),))
+    monkeypatch.setattr(toy_task.RegressionTask, "score_packed", with_mae)
+    fits = {"n": 0}
+    monkeypatch.setattr(toy_task.ToyRidge, "run", _counting(toy_task.ToyRidge.run, fits))
+    (done,) = api.rescore(tmp_path / "old", metrics=["mae"])
+    assert done.rescored == 10 and fits["n"] == 0  # no model was refit
+    api.cv("toy-ridge", "toy-linear", repo=tmp_path / "fresh", params={"alpha": [0.1, 10.0]})
+    old = ResultSet.from_repository(Repository(tmp_path / "old")).frame.sort_values(["display", "fold", "metric"])
+    fresh = ResultSet.from_repository(Repository(tmp_path / "fresh")).frame.sort_values(["display", "fold", "metric"])
+    assert set(old["metric"]) == {"r2", "rmse", "mae"}
+    np.testing.assert_array_equal(old["value"].to_numpy(), fresh["value"].to_numpy())
+
+
+def _counting(run, counter):
+    def counted(self, split, params, ctx):
+        counter["n"] += 1
+        return run(self, split, params, ctx)
+
+    return counted
