@@ -272,3 +272,74 @@ def test_emotions_missing_labels_quality_bar():
         errors[name] = task.score(data, tparams, split, algo().run(split, algo.Params(), ctx))["error"]
     # lead's check: ~16.7 % with the exact conditional; Table 5.1 reports 27.2 % (PMA-GIBBS)
     assert max(errors.values()) < 0.19, errors
+
+
+# ---- feature scaling (one standardiser, explicit statistics) -------------------------------------
+
+def test_standardiser_uses_the_rows_it_is_told_and_matches_scikit_learn():
+    from sklearn.preprocessing import MinMaxScaler, StandardScaler
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((30, 4)) * [1.0, 5.0, 0.1, 0.0] + [0.0, 2.0, -1.0, 7.0]  # last column constant
+    train = np.arange(20)
+    got = linalg.standardize(X, "standardize", fit_rows=train)
+    expected = StandardScaler().fit(X[train]).transform(X)
+    np.testing.assert_allclose(got, expected, atol=1e-12)
+    np.testing.assert_allclose(linalg.standardize(X, "minmax", fit_rows=train),
+                               MinMaxScaler().fit(X[train]).transform(X), atol=1e-12)
+    np.testing.assert_allclose(linalg.standardize(X), StandardScaler().fit(X).transform(X), atol=1e-12)
+    tr, te = linalg.standardize_train_test(X[train], X[20:])
+    np.testing.assert_allclose(np.vstack([tr, te]), expected, atol=1e-12)
+
+
+def test_multilabel_row_kernel_takes_its_statistics_from_the_training_rows_only():
+    """Inductive protocol: the test rows' features must not move K1's scaling or width."""
+    from malt.algorithms.pma.common import KernelParams, row_kernel
+    from malt.context import Context
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((40, 3))
+    rows = np.arange(40)
+    fit = np.arange(30)
+    K = row_kernel(KernelParams(jitter=0.0), Context.for_arrays(X), rows, fit)
+    X_moved = X.copy()
+    X_moved[30:] *= 100.0  # wildly different test rows
+    K_moved = row_kernel(KernelParams(jitter=0.0), Context.for_arrays(X_moved), rows, fit)
+    np.testing.assert_allclose(K[:30, :30], K_moved[:30, :30], atol=1e-12)
+    Z = (X - X[fit].mean(0)) / X[fit].std(0)
+    D2 = linalg.sq_dists(Z)
+    width = linalg.median_width(D2[np.ix_(fit, fit)])
+    np.testing.assert_allclose(K, np.exp(-D2 / (2 * width ** 2)), atol=1e-12)
+
+
+# ---- the ratings task ------------------------------------------------------------------------------
+
+def test_ratings_biases_and_gp_prediction_equal_their_closed_forms():
+    import scipy.sparse as sp
+
+    from malt.algorithms.pma.ratings import fit_moments, predict_ratings, regularised_biases
+
+    rng = np.random.default_rng(7)
+    n, m = 12, 9
+    mask = rng.random((n, m)) < 0.6
+    rows, cols = np.nonzero(mask)
+    y = rng.integers(1, 6, rows.size).astype(float)
+    mu, b, c = regularised_biases(rows, cols, y, (n, m), 15.0, 10.0, sweeps=500)
+    # stationarity of the regularised least squares (block coordinate descent converges to it)
+    res = y - mu - b[rows] - c[cols]
+    np.testing.assert_allclose(np.bincount(rows, res, n), 15.0 * b, atol=1e-8)
+    np.testing.assert_allclose(np.bincount(cols, res, m), 10.0 * c, atol=1e-8)
+    moments = fit_moments(rows, cols, y, (n, m), shrink=2.0)
+    test_r, test_c = np.nonzero(~mask)
+    got = predict_ratings(moments, rows, cols, test_r, test_c, signal=0.7, tol=1e-12, max_iter=1000, scores=True)
+    K1, K2 = 0.7 * moments["K1"], 0.7 * moments["K2"]
+    S = np.kron(np.eye(m), K1) + np.kron(K2, np.eye(n))  # column-major vec
+    obs = np.ravel_multi_index((cols, rows), (m, n))
+    tst = np.ravel_multi_index((test_c, test_r), (m, n))
+    a = np.linalg.solve(S[np.ix_(obs, obs)] + got["noise"] * np.eye(obs.size), moments["resid"])
+    expected = moments["mu"] + moments["b"][test_r] + moments["c"][test_c] + S[np.ix_(tst, obs)] @ a
+    np.testing.assert_allclose(got["values"], expected, atol=1e-8)
+    urows = np.unique(test_r)
+    np.testing.assert_allclose(got["scores"][np.searchsorted(urows, test_r), test_c], got["values"], atol=1e-10)
+    assert np.isclose(got["noise"], moments["total"] - np.mean(np.diag(K1)) - np.mean(np.diag(K2)))
+    assert sp.issparse(sp.coo_matrix(mask)) and np.linalg.eigvalsh(moments["K2"]).min() > -1e-10

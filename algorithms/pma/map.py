@@ -24,6 +24,7 @@ import numpy as np
 from malt.eigenbasis import KroneckerEigenbasis
 from malt.params import Interval, Options, param
 from malt.registry import Algorithm, register
+from malt.selection import InnerCVParams
 
 from .common import (PMAParams, RowConditional, check_kernel, check_matrix, column_means, cov_estimate,
                      jittered, matrix_inputs, pd_eigh, prediction, row_kernel_eig, second_moments)
@@ -146,7 +147,7 @@ def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 5
 
 
 @dataclass(frozen=True, kw_only=True)
-class MAPParams(PMAParams):
+class MAPParams(PMAParams, InnerCVParams):
     solver: str = param("cg", "'cg': conjugate gradients for the fixed point of eqs. 5.22-5.23 (the conditional "
                         "mean under K1 ⊕ K2); 'alternate': the paper's alternation of 5.22 and 5.23",
                         Options("cg", "alternate"))
@@ -163,6 +164,15 @@ class MAPParams(PMAParams):
                          "alternation)", Interval(0, 2, "neither"))
     init: str = param("mean", "initial fill of missing entries: observed column 'mean' or 'random' (paper)",
                       Options("mean", "random"))
+    shrink: float = param(100.0, "ratings task: co-rating count at which a moment-kernel entry keeps half its "
+                          "value (shrinkage n / (n + shrink))", Interval(0, None))
+    signal: float = param(1.0, "ratings task: multiplier of the moment kernels K1, K2 (the noise takes the rest "
+                          "of the residual variance)", Interval(0, None, "neither"))
+    signal_grid: tuple[float, ...] = param((0.35, 0.5, 0.7, 1.0), "ratings task: candidate `signal` values for "
+                                           "select=inner-cv")
+    select: str = param("inner-cv", "ratings task: 'inner-cv' chooses `signal` from signal_grid on one validation "
+                        "split (1/inner_folds of the training ratings); 'none' uses `signal`. The other tasks "
+                        "have nothing to select", Options("none", "inner-cv"))
 
 
 @register
@@ -173,11 +183,13 @@ class PMAMap(Algorithm):
     paper's alternation instead)."""
 
     name = "pma-map"
-    tasks = frozenset({"missing", "multilabel"})
+    tasks = frozenset({"missing", "multilabel", "ratings"})
     Params = MAPParams
     version = "4"
 
     def run(self, split, params, ctx):
+        if hasattr(split, "train") and hasattr(split, "test_cols"):
+            return _run_ratings(split, params, ctx)
         data = matrix_inputs(split, params)
         K1, eig1 = row_kernel_eig(params, ctx, data.rows, data.fit_rows)
         fit = pma_map(data.M, K1, None, kernel_updates=params.kernel_updates, iterations=params.iterations,
@@ -187,3 +199,49 @@ class PMAMap(Algorithm):
         return prediction(fit["values"], data.n_new,
                           diagnostics={"iterations": fit["iterations"],
                                        "residuals": [float(f"{r:.3g}") for r in fit["residuals"]]})
+
+
+def _run_ratings(split, params, ctx):
+    """The ratings task: biases + PMA with moment kernels (`malt.algorithms.pma.ratings`); the kernels'
+    scale chosen on a validation split of the training ratings unless select='none'."""
+    import scipy.sparse as sp
+
+    from malt.errors import DataError
+    from malt.selection import candidates, holdout_ids, select
+
+    from .ratings import fit_moments, predict_ratings
+
+    train = sp.coo_matrix(split.train)
+    train.sum_duplicates()
+    rows, cols, y = train.row.astype(np.int64), train.col.astype(np.int64), train.data.astype(float)
+    if y.size == 0:
+        raise DataError("pma-map: the training split has no ratings")
+    if split.new_rows:
+        raise DataError("pma-map cannot predict new rows of a rating matrix (its kernels come from co-ratings); "
+                        "use new_rows=False")
+    diagnostics = {}
+    if params.select == "inner-cv" and len(params.signal_grid) > 1:
+        ids = holdout_ids(y.size, 1.0 / params.inner_folds, ctx.rng)
+        inner = {}
+
+        def evaluate(candidate, fit_idx, val_idx):
+            if "moments" not in inner:
+                inner["moments"] = fit_moments(rows[fit_idx], cols[fit_idx], y[fit_idx], train.shape,
+                                               shrink=params.shrink)
+            got = predict_ratings(inner["moments"], rows[fit_idx], cols[fit_idx], rows[val_idx], cols[val_idx],
+                                  signal=candidate.signal, tol=10 * 1e-4)
+            return float(np.sqrt(np.mean((got["values"] - y[val_idx]) ** 2)))
+
+        choice = select(candidates(params, {"signal": params.signal_grid}), evaluate, ids,
+                        progress=lambda f: ctx.progress(0.6 * f, "choosing the kernel scale"))
+        params = choice.best
+        diagnostics.update(choice.diagnostics())
+    moments = fit_moments(rows, cols, y, train.shape, shrink=params.shrink)
+    fit = predict_ratings(moments, rows, cols, split.test_rows, split.test_cols, signal=params.signal,
+                          tol=1e-4, scores=True,
+                          progress=lambda f, msg: ctx.progress(0.6 + 0.4 * f, msg))
+    diagnostics.update(noise=round(fit["noise"], 4), kernel_scale=[round(v, 4) for v in fit["kernel_scale"]],
+                       cg_iterations=fit["iterations"])
+    from malt.splits import Prediction
+
+    return Prediction(values=fit["values"], scores=fit["scores"], diagnostics=diagnostics)
