@@ -69,7 +69,8 @@ class Eigenbasis:
         −1e-6 × the largest): a user-supplied kernel that is not a covariance.
         """
         K = np.asarray(K, dtype=float)
-        d, U = np.linalg.eigh(0.5 * (K + K.T))
+        K = 0.5 * (K + K.T)
+        d, U = np.linalg.eigh(K)
         top = max(float(d.max()), 1e-300) if d.size else 1.0
         if check_psd and d.size and d.min() < -1e-6 * top:
             raise DataError(f"{name} is not positive semidefinite (smallest eigenvalue {d.min():.3g}); "
@@ -240,22 +241,23 @@ class KroneckerEigenbasis:
 
     def split_sum(self, X: np.ndarray, rng: np.random.Generator | None = None, *,
                   rotated: np.ndarray | None = None, previous_g: np.ndarray | None = None,
-                  overrelax: float = 0.0):
+                  overrelax: float = 0.0, with_mean: bool = True):
         """For X = F + G with the columns of F ~ N(0, A) and the rows of G ~ N(0, B) (PMA, eq. 5.5),
         the posterior of G given X: in the basis, mean X̂ ⊙ b / (a + b) and independent variances
         a b / (a + b) (precision A⁻¹ ⊕ B⁻¹ without inverting A). E[F | X] = X − E[G | X] solves the
         Sylvester equation F B + A F = A X (eq. 5.22).
 
-        Returns (mean of G, draw of G or None). With ``rng`` a draw is returned; ``overrelax`` α ∈ (−1, 1)
-        makes it Adler's over-relaxed update of ``previous_g`` (α = 0: an independent draw).
-        ``rotated`` may pass V_A⁻¹ X V_B when already known. Four rotations (six with a draw).
+        Returns (mean of G or None, draw of G or None). With ``rng`` a draw is returned (and the mean only
+        when ``with_mean``); ``overrelax`` α ∈ (−1, 1) makes it Adler's over-relaxed update of
+        ``previous_g`` (α = 0: an independent draw). ``rotated`` may pass V_A⁻¹ X V_B when already known.
+        Two rotations per output and per input rotated here.
         """
         self._need_orthonormal("split_sum")
         a, b = self.a[:, None], self.b[None, :]
         S = a + b
         Xh = self.rotate(X) if rotated is None else rotated
         mean_h = Xh * (b / S)
-        mean = self.unrotate(mean_h)
+        mean = self.unrotate(mean_h) if (with_mean or rng is None) else None
         if rng is None:
             return mean, None
         noise_h = np.sqrt(a * b / S) * rng.standard_normal(Xh.shape)

@@ -123,7 +123,7 @@ def blocked_sweep(state: _State, rng: np.random.Generator, overrelax: float = 0.
     α < 0 suppresses the random-walk behaviour of the data augmentation).
     Returns the Rao–Blackwellised E[x | F, X_obs] (n, m) at the missing entries (zero elsewhere).
     """
-    _, G = state.basis.split_sum(state.Xt, rng, previous_g=state.G, overrelax=overrelax)
+    _, G = state.basis.split_sum(state.Xt, rng, previous_g=state.G, overrelax=overrelax, with_mean=False)
     F = state.Xt - G
     mean, draw = state.cond.mean_and_draw(G, rng)
     miss = state.missing
@@ -140,7 +140,7 @@ def collapsed_sweep(state: _State, rng: np.random.Generator):
     """X_missing | X_observed exactly (F and G integrated out), then G | X̃ exactly. Returns the
     Rao–Blackwellised estimate E[x | X_obs] at the missing entries: the exact conditional mean."""
     Xt, Xh, _ = state.basis.conditional_sample(state.M, rng, mean=state.mean, tol=COLLAPSED_TOL)
-    _, G = state.basis.split_sum(Xt, rng, rotated=Xh)
+    _, G = state.basis.split_sum(Xt, rng, rotated=Xh, with_mean=False)
     state.Xt, state.G = Xt, G
     return np.where(state.missing, state.mean, 0.0)
 
