@@ -315,8 +315,6 @@ def test_multilabel_row_kernel_takes_its_statistics_from_the_training_rows_only(
 # ---- the ratings task ------------------------------------------------------------------------------
 
 def test_ratings_biases_and_gp_prediction_equal_their_closed_forms():
-    import scipy.sparse as sp
-
     from malt.algorithms.pma.ratings import fit_moments, predict_ratings, regularised_biases
 
     rng = np.random.default_rng(7)
@@ -342,4 +340,8 @@ def test_ratings_biases_and_gp_prediction_equal_their_closed_forms():
     urows = np.unique(test_r)
     np.testing.assert_allclose(got["scores"][np.searchsorted(urows, test_r), test_c], got["values"], atol=1e-10)
     assert np.isclose(got["noise"], moments["total"] - np.mean(np.diag(K1)) - np.mean(np.diag(K2)))
-    assert sp.issparse(sp.coo_matrix(mask)) and np.linalg.eigvalsh(moments["K2"]).min() > -1e-10
+    assert np.linalg.eigvalsh(moments["K2"]).min() > -1e-10
+    from malt.algorithms.pma.ratings import check_size
+
+    with pytest.raises(DataError, match="GiB"):  # CiaoDVD's size: refused before allocating
+        check_size((17615, 16121))

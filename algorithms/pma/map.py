@@ -209,9 +209,10 @@ def _run_ratings(split, params, ctx):
     from malt.errors import DataError
     from malt.selection import candidates, holdout_ids, select
 
-    from .ratings import fit_moments, predict_ratings
+    from .ratings import check_size, fit_moments, predict_ratings
 
     train = sp.coo_matrix(split.train)
+    check_size(train.shape)
     train.sum_duplicates()
     rows, cols, y = train.row.astype(np.int64), train.col.astype(np.int64), train.data.astype(float)
     if y.size == 0:

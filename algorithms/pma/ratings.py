@@ -23,6 +23,20 @@ import numpy as np
 import scipy.sparse as sp
 
 from malt.eigenbasis import Eigenbasis
+from malt.errors import DataError
+
+MEMORY_LIMIT = 3 * 2 ** 30
+"""Bytes of dense kernels and users × items work arrays the ratings path may allocate (8 (n² + m² + 3nm))."""
+
+
+def check_size(shape) -> None:
+    """DataError before allocating: the kernels are dense n × n and m × m, the mat-vecs two n × m arrays."""
+    n, m = shape
+    need = 8 * (n * n + m * m + 3 * n * m)
+    if need > MEMORY_LIMIT:
+        raise DataError(f"pma-map on a {n} × {m} rating matrix needs about {need / 2 ** 30:.1f} GiB of dense "
+                        f"user × user and item × item kernels and users × items work arrays (limit "
+                        f"{MEMORY_LIMIT / 2 ** 30:.0f} GiB); it suits matrices up to a few thousand users and items")
 
 
 def regularised_biases(rows, cols, y, shape, reg_rows: float = 15.0, reg_cols: float = 10.0, sweeps: int = 20):
@@ -98,6 +112,7 @@ def fit_moments(rows, cols, y, shape, *, shrink: float = 100.0, reg_rows: float 
                 reg_cols: float = 10.0) -> dict:
     """Biases and moment kernels of training ratings (rows, cols, y): dict with mu, b, c, K1, K2, the
     residuals and their mean square ``total``. O(nnz (n + m) + n³ + m³)."""
+    check_size(shape)
     mu, b, c = regularised_biases(rows, cols, y, shape, reg_rows, reg_cols)
     resid = y - mu - b[rows] - c[cols]
     return {"mu": mu, "b": b, "c": c, "resid": resid, "total": float(np.mean(resid ** 2)),
