@@ -274,7 +274,7 @@ class KroneckerEigenbasis:
 
     # ---- Gaussian conditioning on a partially observed matrix -------------------------------
     def conditional_mean(self, M: np.ndarray, *, kind: str = "sum", noise: float = 0.0, tol: float = 1e-6,
-                         max_iter: int = 1000, x0: np.ndarray | None = None):
+                         max_iter: int = 1000, x0: np.ndarray | None = None, single: bool | None = None):
         """E[X | X_O] for vec X ~ N(0, Σ), Σ = A ⊕ B + noise·I (kind 'sum', PMA eq. 5.12) or A ⊗ B + noise·I
         ('product', intrinsic LMC), given the entries of M that are not NaN (O); U are the others.
 
@@ -290,6 +290,9 @@ class KroneckerEigenbasis:
         M : (n, m) with NaN at unobserved entries
         tol : stop when the preconditioned residual norm √(rᵀD⁻¹r) ≤ tol × that of the right-hand side
         x0 : (n, m) initial values of the missing entries (warm start), or None (zeros)
+        single : rotate in single precision inside the iteration (about twice as fast; the operator's
+            relative error, ~1e-6, is far below a tolerance ≥ 1e-4). None: when tol ≥ 1e-4. The iterate,
+            residuals and everything returned stay in double precision.
 
         Returns
         -------
@@ -305,23 +308,39 @@ class KroneckerEigenbasis:
         Xt = np.where(missing, 0.0, M)
         if not missing.any():
             return Xt, self.rotate(Xt), {"iterations": 0, "converged": True, "residual": 0.0}
-        D = self.inverse_diagonal(kind, noise)
 
-        def precision(V_h):
-            return self.unrotate(V_h / S) * missing
+        single = tol >= 1e-4 if single is None else single
+        if single:
+            U1, U2 = (np.ascontiguousarray(b.vectors, dtype=np.float32) for b in (self.left, self.right))
+            S32 = S.astype(np.float32)
 
-        Xh = self.rotate(Xt)
+            def rotate(V):
+                return (U1.T @ (V.astype(np.float32) @ U2)).astype(float)
+
+            def precision(V_h):
+                return (U1 @ ((V_h.astype(np.float32) / S32) @ U2.T)).astype(float) * missing
+
+            D = ((U1 * U1) @ (1.0 / S32) @ (U2 * U2).T).astype(float)
+        else:
+            rotate = self.rotate
+
+            def precision(V_h):
+                return self.unrotate(V_h / S) * missing
+
+            D = self.inverse_diagonal(kind, noise)
+
+        Xh = rotate(Xt)
         B = -precision(Xh)  # right-hand side −Λ_UO x_O
         b_norm = float(np.sqrt(np.vdot(B, B / D)))
         if x0 is not None:
             Xt[missing] = x0[missing]
-            Xh = self.rotate(Xt)
+            Xh = rotate(Xt)
             R = -precision(Xh)
         else:
             R = B
         if b_norm == 0.0:
-            return np.where(missing, 0.0, M), self.rotate(np.where(missing, 0.0, M)), \
-                {"iterations": 0, "converged": True, "residual": 0.0}
+            Xt = np.where(missing, 0.0, M)
+            return Xt, self.rotate(Xt), {"iterations": 0, "converged": True, "residual": 0.0}
         Z = R / D
         P = Z.copy()
         rz = float(np.vdot(R, Z))
@@ -329,7 +348,7 @@ class KroneckerEigenbasis:
         it = 0
         while residual > tol and it < max_iter:
             it += 1
-            P_h = self.rotate(P)
+            P_h = rotate(P)
             AP = precision(P_h)
             alpha = rz / float(np.vdot(P, AP))
             Xt += alpha * P

@@ -143,3 +143,17 @@ def test_invalid_factors_raise():
         KroneckerEigenbasis(low, low)
     with pytest.raises(ValueError, match="orthonormal full-rank"):
         KroneckerEigenbasis(low, spd(3)).inverse_diagonal()
+
+
+def test_single_precision_rotations_give_the_same_solve_at_a_loose_tolerance():
+    A, B = spd(40), spd(15)
+    M = RNG.standard_normal((40, 15))
+    M[RNG.random(M.shape) < 0.3] = np.nan
+    basis = KroneckerEigenbasis(A, B)
+    exact, _, _ = basis.conditional_mean(M, tol=1e-13)
+    double, _, info64 = basis.conditional_mean(M, tol=1e-3, single=False)
+    single, Xh, info32 = basis.conditional_mean(M, tol=1e-3, single=True)
+    assert info32["iterations"] == info64["iterations"]
+    np.testing.assert_allclose(single, double, atol=1e-5)
+    np.testing.assert_allclose(Xh, basis.rotate(single), atol=1e-5)
+    assert np.abs(single - exact).max() < 20 * max(np.abs(double - exact).max(), 1e-6)
