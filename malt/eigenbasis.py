@@ -310,22 +310,25 @@ class KroneckerEigenbasis:
             return Xt, self.rotate(Xt), {"iterations": 0, "converged": True, "residual": 0.0}
 
         single = tol >= 1e-4 if single is None else single
+        mask = missing.astype(float)
         if single:
             U1, U2 = (np.ascontiguousarray(b.vectors, dtype=np.float32) for b in (self.left, self.right))
             S32 = S.astype(np.float32)
+
+            inv_S32 = 1.0 / S32
 
             def rotate(V):
                 return (U1.T @ (V.astype(np.float32) @ U2)).astype(float)
 
             def precision(V_h):
-                return (U1 @ ((V_h.astype(np.float32) / S32) @ U2.T)).astype(float) * missing
+                return (U1 @ ((V_h.astype(np.float32) * inv_S32) @ U2.T)) * mask
 
-            D = ((U1 * U1) @ (1.0 / S32) @ (U2 * U2).T).astype(float)
+            D = ((U1 * U1) @ inv_S32 @ (U2 * U2).T).astype(float)
         else:
             rotate = self.rotate
 
             def precision(V_h):
-                return self.unrotate(V_h / S) * missing
+                return self.unrotate(V_h / S) * mask
 
             D = self.inverse_diagonal(kind, noise)
 
