@@ -123,7 +123,8 @@ def blocked_sweep(state: _State, rng: np.random.Generator, overrelax: float = 0.
     α < 0 suppresses the random-walk behaviour of the data augmentation).
     Returns the Rao–Blackwellised E[x | F, X_obs] (n, m) at the missing entries (zero elsewhere).
     """
-    _, G = state.basis.split_sum(state.Xt, rng, previous_g=state.G, overrelax=overrelax, with_mean=False)
+    _, G = state.basis.split_sum(state.Xt, rng, previous_g=state.G, overrelax=overrelax, with_mean=False,
+                                 single=True)
     F = state.Xt - G
     mean, draw = state.cond.mean_and_draw(G, rng)
     miss = state.missing
