@@ -1,8 +1,12 @@
-"""Small linear-algebra pieces shared by the numeric cores (kernels, eigenbases, Sylvester).
+"""Small linear-algebra pieces shared by the numeric cores: feature scaling (one standardiser with an
+explicit choice of statistics), distances and RBF kernels, jitter, symmetric eigendecompositions.
+Kronecker-structured solves live in `malt.eigenbasis`.
 
 Numeric settings are named here rather than buried as literals.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -11,23 +15,68 @@ JITTER = 1e-8
 """Relative diagonal jitter added to kernels that must be positive definite."""
 
 
-def standardize(X, scale: str = "standardize"):
-    """Column-wise feature scaling: 'standardize' (zero mean, unit variance), 'minmax', 'none'.
+SCALINGS = ("standardize", "minmax", "none")
 
-    Constant columns are left at zero rather than divided by zero.
+
+@dataclass(frozen=True)
+class Scaling:
+    """Column-wise affine feature scaling x ↦ (x − shift) / divisor, with statistics fitted on chosen rows.
+
+    shift, divisor : (d,) arrays. Constant columns get divisor 1 (they map to zero, never to NaN).
+    fitted_on : 'all rows' or 'n rows' — which rows the statistics came from (for diagnostics).
     """
+
+    shift: np.ndarray
+    divisor: np.ndarray
+    fitted_on: str = "all rows"
+
+    def __call__(self, X) -> np.ndarray:
+        """The scaled (n, d) dense float array (a sparse X is densified)."""
+        X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
+        return (X - self.shift) / self.divisor
+
+
+def scaling(X, scale: str = "standardize", fit_rows=None) -> Scaling:
+    """Fit a `Scaling` of X's columns on ``fit_rows`` (indices or a boolean mask; None = all rows).
+
+    scale : 'standardize' (mean 0, population std 1 — ``X.std(0)``, ddof 0, as scikit-learn's
+        StandardScaler), 'minmax' (range [0, 1]) or 'none' (identity).
+    fit_rows : the rows whose statistics define the scaling. An inductive protocol (test rows are
+        unseen points: the multilabel task) passes the training rows; a transductive one (every row is
+        part of the problem, as in the missing-value task) passes None.
+    Cost O(nd).
+    """
+    if scale not in SCALINGS:
+        raise ValueError(f"unknown feature scaling {scale!r}; use 'standardize', 'minmax' or 'none'")
+    n, d = X.shape
+    if scale == "none":
+        return Scaling(np.zeros(d), np.ones(d), "all rows")
+    Xf = X[fit_rows] if fit_rows is not None else X
+    Xf = Xf.toarray() if sp.issparse(Xf) else np.asarray(Xf, dtype=float)
+    if Xf.shape[0] == 0:
+        raise ValueError("cannot fit a feature scaling on zero rows")
+    where = "all rows" if fit_rows is None else f"{Xf.shape[0]} rows"
+    if scale == "standardize":
+        std = Xf.std(axis=0)
+        return Scaling(Xf.mean(axis=0), np.where(std > 0, std, 1.0), where)
+    low, span = Xf.min(axis=0), np.ptp(Xf, axis=0)
+    return Scaling(low, np.where(span > 0, span, 1.0), where)
+
+
+def standardize(X, scale: str = "standardize", fit_rows=None):
+    """Column-wise feature scaling of every row of X with statistics from ``fit_rows`` (None: all rows,
+    the transductive choice). ``scale='none'`` returns X unchanged (sparse stays sparse).
+    See `scaling` for the options."""
     if scale == "none":
         return X
-    if sp.issparse(X):
-        X = X.toarray()
-    X = np.asarray(X, dtype=float)
-    if scale == "standardize":
-        std = X.std(axis=0)
-        return (X - X.mean(axis=0)) / np.where(std > 0, std, 1.0)
-    if scale == "minmax":
-        low, span = X.min(axis=0), np.ptp(X, axis=0)
-        return (X - low) / np.where(span > 0, span, 1.0)
-    raise ValueError(f"unknown feature scaling {scale!r}; use 'standardize', 'minmax' or 'none'")
+    return scaling(X, scale, fit_rows)(X)
+
+
+def standardize_train_test(X_train, X_test, scale: str = "standardize"):
+    """(X_train, X_test) scaled with the training rows' statistics — the inductive protocol every
+    multilabel baseline uses. Dense float arrays out."""
+    fitted = scaling(X_train, scale)
+    return fitted(X_train), fitted(X_test)
 
 
 def sq_dists(A, B=None) -> np.ndarray:
@@ -72,7 +121,30 @@ def solve_sylvester_eig(d1, U1, d2, U2, C) -> np.ndarray:
     """Solve A F + F B = C with A = U1 diag(d1) U1ᵀ and B = U2 diag(d2) U2ᵀ (both symmetric).
 
     In the eigenbases the equation is elementwise: F̃ = C̃ / (d1 ⊕ d2). Cost O(n²m + nm²) once the
-    decompositions are known, so they should be reused while A and B are fixed.
+    decompositions are known; keep a `malt.eigenbasis.KroneckerEigenbasis` to reuse them.
     """
-    Ct = U1.T @ C @ U2
-    return U1 @ (Ct / (d1[:, None] + d2[None, :])) @ U2.T
+    from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
+
+    return KroneckerEigenbasis(Eigenbasis(np.asarray(d1), U1), Eigenbasis(np.asarray(d2), U2)).solve_sylvester(C)
+
+
+def batched_cholesky_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Solve (L Lᵀ) x = b for a stack of lower Cholesky factors: L (n, k, k), B (n, k) → (n, k).
+
+    Forward then back substitution vectorised over the stack (k steps of O(nk) each, O(nk²) in
+    all): no explicit inverse and no per-matrix Python loop.
+    """
+    return batched_triangular_solve(L, batched_triangular_solve(L, B), transpose=True)
+
+
+def batched_triangular_solve(L: np.ndarray, B: np.ndarray, transpose: bool = False) -> np.ndarray:
+    """x with L x = b (``transpose``: Lᵀ x = b) for a stack of lower-triangular L (n, k, k), B (n, k)."""
+    n, k = B.shape
+    x = np.empty_like(B, dtype=float)
+    if not transpose:
+        for j in range(k):
+            x[:, j] = (B[:, j] - np.einsum("nl,nl->n", L[:, j, :j], x[:, :j])) / L[:, j, j]
+    else:
+        for j in range(k - 1, -1, -1):
+            x[:, j] = (B[:, j] - np.einsum("nl,nl->n", L[:, j + 1:, j], x[:, j + 1:])) / L[:, j, j]
+    return x

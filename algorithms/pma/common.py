@@ -1,5 +1,6 @@
-"""Pieces shared by the PMA family: kernel parameters, K1 from the run context, K2 estimates,
-eigenbases, and the batched Gaussian conditional of the missing entries of each row.
+"""Pieces shared by the PMA family: kernel parameters, K1 from the run context (features scaled with
+an explicit choice of statistics), K2 estimates, eigenbases (`malt.eigenbasis`), and the batched
+Gaussian conditional of the missing entries of each row.
 
 Notation (dissertation ch. 5): X (n × m) = F + G, columns of F ~ N(0, K1), rows of G ~ N(0, K2),
 so Cov(vec X) = K1 ⊕ K2 (eq. 5.12). NaN marks unobserved entries.
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from malt import linalg
+from malt.eigenbasis import Eigenbasis
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 
@@ -59,16 +61,50 @@ class PMAParams(KernelParams):
                                 Interval(0, None))
 
 
-def row_kernel(params: KernelParams, ctx, rows: np.ndarray | None) -> np.ndarray | None:
+KERNEL_PRODUCER = "pma-kernel@2"
+"""Producer of the cached K1 artifacts (shared by every PMA algorithm; bump when their computation changes)."""
+
+
+def row_kernel(params: KernelParams, ctx, rows: np.ndarray | None, fit_rows: np.ndarray | None = None
+               ) -> np.ndarray | None:
     """K1 over dataset ``rows`` from the run context's features (scaled by ``k1_scale`` and jittered),
-    or None when it must be estimated (``k1='estimate'`` or no features)."""
+    or None when it must be estimated (``k1='estimate'`` or no features).
+
+    Feature statistics (standardisation and the median width) come from ``fit_rows`` — positions
+    within ``rows`` — or from all of ``rows`` when None. The missing-value task is transductive (every
+    row of the matrix is part of the problem and its features are known): all rows, the run
+    context's shared kernel. Predicting new rows (multilabel) is inductive: the training rows only.
+    """
     if params.k1 == "estimate" or ctx is None or ctx.X is None:
         return None
     width = params.width if params.width == "median" else float(params.width)
-    K = ctx.kernel(params.k1, width=width, scale=params.scale)
-    if rows is not None and not (len(rows) == K.shape[0] and np.array_equal(rows, np.arange(K.shape[0]))):
-        K = K[np.ix_(rows, rows)]
+    whole = rows is None or (len(rows) == ctx.X.shape[0] and np.array_equal(rows, np.arange(ctx.X.shape[0])))
+    if fit_rows is None and whole:
+        K = ctx.kernel(params.k1, width=width, scale=params.scale)
+    else:
+        rows = np.arange(ctx.X.shape[0]) if rows is None else np.asarray(rows)
+        spec = {"kind": params.k1, "width": width, "scale": params.scale, "rows": _digest(rows),
+                "fit_rows": None if fit_rows is None else _digest(fit_rows)}
+        K = ctx.cached("pma-k1", spec, lambda: _feature_kernel(ctx.X, rows, fit_rows, params.k1, width, params.scale),
+                       producer=KERNEL_PRODUCER)
     return linalg.add_jitter(params.k1_scale * K, params.jitter)
+
+
+def _digest(index) -> str:
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(np.asarray(index, dtype=np.int64)).tobytes()).hexdigest()
+
+
+def _feature_kernel(X, rows, fit_rows, kind: str, width, scale: str) -> np.ndarray:
+    """RBF or linear kernel over ``X[rows]`` with scaling and median width fitted on ``fit_rows``."""
+    Z = linalg.standardize(X[rows], scale, fit_rows=fit_rows)
+    if kind == "linear":
+        return Z @ Z.T
+    D2 = linalg.sq_dists(Z)
+    if width == "median":
+        width = linalg.median_width(D2 if fit_rows is None else D2[np.ix_(fit_rows, fit_rows)])
+    return linalg.rbf_from_sq_dists(D2, float(width))
 
 
 def check_matrix(M) -> tuple[np.ndarray, np.ndarray]:
@@ -93,17 +129,10 @@ def check_kernel(K, size: int, name: str) -> np.ndarray:
     return 0.5 * (K + K.T)
 
 
-def pd_eigh(K: np.ndarray, name: str, floor_rel: float = 1e-12):
-    """Eigenbasis of a symmetric kernel; eigenvalues floored at a tiny relative level.
-
-    Raises DataError when the kernel is clearly not positive semidefinite.
-    """
-    d, U = linalg.sym_eigh(K, floor=-np.inf)
-    top = max(float(d.max()), 1e-300)
-    if d.min() < -1e-6 * top:
-        raise DataError(f"{name} is not positive semidefinite (smallest eigenvalue {d.min():.3g}); "
-                        "use a valid kernel or raise the jitter.")
-    return np.maximum(d, floor_rel * top), U
+def pd_eigh(K: np.ndarray, name: str, floor_rel: float = 1e-12) -> Eigenbasis:
+    """Eigenbasis of a symmetric kernel (eigenvalues floored at a tiny relative level); DataError when
+    the kernel is clearly not positive semidefinite. See `malt.eigenbasis.Eigenbasis.symmetric`."""
+    return Eigenbasis.symmetric(K, floor_rel=floor_rel, name=name)
 
 
 def second_moments(M: np.ndarray, observed: np.ndarray, axis: int, jitter: float) -> np.ndarray:
@@ -136,21 +165,26 @@ def cov_estimate(Z: np.ndarray, jitter: float, extra: np.ndarray | None = None) 
     return linalg.add_jitter(0.5 * (K + K.T), max(jitter, 1e-10))
 
 
+def jittered(K: np.ndarray, jitter: float) -> np.ndarray:
+    """A kernel estimate made safely positive definite: symmetrised, plus relative jitter."""
+    return linalg.add_jitter(0.5 * (K + K.T), max(jitter, 1e-10))
+
+
 class RowConditional:
     """Gaussian conditional of the missing entries of each row given its observed ones, for rows ~
     N(0, K) (eqs. 5.20–5.21 and 5.23 jointly over a row): all rows at once.
 
-    With the precision P = K⁻¹, the missing part g_u of a row given the observed part g_o is
-    N(−P_uu⁻¹ P_uo g_o, P_uu⁻¹). The P_uu blocks of every row (padded to the largest number of
-    missing entries k) are factorised once per kernel: O(n k³ + m³), then every call costs O(n m²).
+    With the precision P = K⁻¹ (from K's eigenbasis), the missing part g_u of a row given the observed
+    part g_o is N(−P_uu⁻¹ P_uo g_o, P_uu⁻¹). The P_uu blocks of every row (padded to the largest
+    number k of missing entries) are Cholesky-factorised once per kernel, O(n k³ + m³); every call
+    then costs O(n m²) for P g plus O(n k²) for the batched substitutions. No explicit inverse.
     """
 
     def __init__(self, K: np.ndarray, missing: np.ndarray, chunk_elems: int = 20_000_000, eig=None):
         self.missing = missing
         n, m = missing.shape
-        d, U = eig if eig is not None else pd_eigh(K, "K2")
-        self.P = (U / d) @ U.T
-        self.P_half = (U / np.sqrt(d)) @ U.T  # covariance P: noise whose missing block has cov P_uu
+        basis = eig if eig is not None else pd_eigh(K, "K2")
+        self.P = basis.function(lambda d: 1.0 / d)
         counts = missing.sum(axis=1)
         self.k = k = int(counts.max()) if n else 0
         if k == 0:
@@ -158,7 +192,7 @@ class RowConditional:
         order = np.argsort(~missing, axis=1, kind="stable")[:, :k]  # missing columns first
         self.valid = np.arange(k)[None, :] < counts[:, None]
         self.idx = np.where(self.valid, order, 0)
-        self.Linv = np.empty((n, k, k))
+        self.L = np.empty((n, k, k))
         step = max(1, chunk_elems // max(k * k, 1))
         eye = np.eye(k)
         for start in range(0, n, step):  # chunks of rows bound the memory of the stacked blocks
@@ -166,14 +200,9 @@ class RowConditional:
             idx, valid = self.idx[sl], self.valid[sl]
             A = self.P[idx[:, :, None], idx[:, None, :]] * (valid[:, :, None] & valid[:, None, :])
             A += eye * (~valid)[:, None, :]  # identity on padded slots
-            L = np.linalg.cholesky(A)
-            self.Linv[sl] = np.linalg.inv(L)
-        self.LinvT = np.ascontiguousarray(self.Linv.transpose(0, 2, 1))
-
-    def _solve(self, rhs: np.ndarray) -> np.ndarray:
-        """P_uu⁻¹ rhs for every row (rhs is (n, k))."""
-        w = np.matmul(self.Linv, rhs[:, :, None])
-        return np.matmul(self.LinvT, w)[:, :, 0]
+            self.L[sl] = np.linalg.cholesky(A)
+        rows = np.broadcast_to(np.arange(n)[:, None], self.idx.shape)
+        self._at = (rows[self.valid], self.idx[self.valid])
 
     def mean_and_draw(self, Gobs: np.ndarray, rng: np.random.Generator | None):
         """Conditional mean of the missing entries (n, m; zero elsewhere) and, with ``rng``, a draw.
@@ -187,24 +216,29 @@ class RowConditional:
             return mean, draw
         R = np.where(self.missing, 0.0, Gobs) @ self.P  # P_uo g_o lives in the missing columns
         rhs = -np.take_along_axis(R, self.idx, axis=1) * self.valid
-        mu = self._solve(rhs)
-        rows = np.broadcast_to(np.arange(n)[:, None], self.idx.shape)
-        mean[rows[self.valid], self.idx[self.valid]] = mu[self.valid]
+        w = linalg.batched_triangular_solve(self.L, rhs)
+        mu = linalg.batched_triangular_solve(self.L, w, transpose=True)
+        mean[self._at] = mu[self.valid]
         if rng is not None:
             eps = rng.standard_normal(self.idx.shape)
-            z = np.matmul(self.LinvT, eps[:, :, None])[:, :, 0]  # L⁻ᵀ ε ~ N(0, P_uu⁻¹)
-            draw[rows[self.valid], self.idx[self.valid]] = (mu + z)[self.valid]
+            z = linalg.batched_triangular_solve(self.L, eps, transpose=True)  # L⁻ᵀ ε ~ N(0, P_uu⁻¹)
+            draw[self._at] = (mu + z)[self.valid]
         return mean, draw
 
     def variance(self) -> np.ndarray:
-        """Conditional variances of the missing entries, diag(P_uu⁻¹), as an (n, m) array."""
+        """Conditional variances of the missing entries, diag(P_uu⁻¹) = squared column norms of L⁻¹
+        (forward substitution of the identity, once), as an (n, m) array."""
         n, m = self.missing.shape
         out = np.zeros((n, m))
         if self.k == 0:
             return out
-        v = np.einsum("nji,nji->ni", self.Linv, self.Linv)
-        rows = np.broadcast_to(np.arange(n)[:, None], self.idx.shape)
-        out[rows[self.valid], self.idx[self.valid]] = v[self.valid]
+        v = np.zeros(self.idx.shape)
+        for j in range(self.k):  # forward substitution of e_j for every row at once
+            e = np.zeros(self.idx.shape)
+            e[:, j] = 1.0
+            col = linalg.batched_triangular_solve(self.L, e)  # column j of L⁻¹
+            v[:, j] = np.einsum("nl,nl->n", col, col)  # diag(P_uu⁻¹)_j = ‖L⁻¹ e_j‖²
+        out[self._at] = v[self.valid]
         return out
 
 
@@ -223,21 +257,51 @@ def stack_for_new_rows(split, c: float):
     return M, rows, n_test
 
 
-def row_kernel_eig(params: KernelParams, ctx, rows: np.ndarray | None):
-    """(K1, (d1, U1)) with the eigendecomposition cached in the run context (shared by folds and by
-    every PMA algorithm using the same kernel), or (None, None) when K1 is to be estimated."""
-    K1 = row_kernel(params, ctx, rows)
+@dataclass(frozen=True)
+class MatrixInputs:
+    """What a PMA algorithm completes: M (n, m) with NaN where unobserved, the dataset ``rows`` of its
+    rows, ``n_new`` trailing all-missing new rows (multilabel task), and ``fit_rows`` — the positions
+    whose features define the feature scaling (None: all rows, transductive)."""
+
+    M: np.ndarray
+    rows: np.ndarray
+    n_new: int
+    fit_rows: np.ndarray | None
+
+
+def matrix_inputs(split, params) -> MatrixInputs:
+    """MatrixInputs for either task: the new rows of a multilabel split are all-missing rows, and its
+    feature statistics come from the training rows only (inductive); the missing task uses all rows."""
+    if hasattr(split, "Y_train"):
+        M, rows, n_new = stack_for_new_rows(split, params.c)
+        return MatrixInputs(M, rows, n_new, np.arange(M.shape[0] - n_new))
+    rows = split.rows if split.rows is not None else np.arange(split.M.shape[0])
+    return MatrixInputs(np.asarray(split.M, dtype=float), rows, 0, None)
+
+
+def prediction(values, n_new, variance=None, diagnostics=None):
+    """The task's Prediction: the new rows' scores and signs (multilabel) or the completed matrix."""
+    from malt.splits import Prediction
+
+    if n_new:
+        scores = values[-n_new:]
+        return Prediction(scores=scores, labels=(scores > 0).astype(float), diagnostics=diagnostics or {})
+    return Prediction(values=values, variance=variance, diagnostics=diagnostics or {})
+
+
+def row_kernel_eig(params: KernelParams, ctx, rows: np.ndarray | None, fit_rows: np.ndarray | None = None):
+    """(K1, its Eigenbasis) with the eigendecomposition cached in the run context (shared by folds and
+    by every PMA algorithm using the same kernel), or (None, None) when K1 is to be estimated."""
+    K1 = row_kernel(params, ctx, rows, fit_rows)
     if K1 is None:
         return None, None
-    import hashlib
-
     spec = {"k1": params.k1, "width": params.width, "scale": params.scale, "k1_scale": params.k1_scale,
-            "jitter": params.jitter,
-            "rows": hashlib.sha256(np.ascontiguousarray(rows if rows is not None else []).tobytes()).hexdigest()}
+            "jitter": params.jitter, "rows": _digest(rows if rows is not None else []),
+            "fit_rows": None if fit_rows is None else _digest(fit_rows)}
 
     def compute():
-        d, U = pd_eigh(K1, "K1")
-        return {"d": d, "U": U}
+        basis = pd_eigh(K1, "K1")
+        return {"d": basis.values, "U": basis.vectors}
 
-    eig = ctx.cached("pma-k1-eigh", spec, compute)
-    return K1, (eig["d"], eig["U"])
+    eig = ctx.cached("pma-k1-eigh", spec, compute, producer=KERNEL_PRODUCER)
+    return K1, Eigenbasis(eig["d"], eig["U"], dense=0.5 * (K1 + K1.T))

@@ -1,11 +1,12 @@
 """Exact Gaussian prediction of hidden entries: PMA-EXACT (covariance K1 ⊕ K2, eq. 5.12), intrinsic
 LMC (K1 ⊗ K2) and single GPs over rows or columns (GPR-D1 / GPR-D2), dissertation §5.3.3.
 
-The hidden entries' posterior mean is Σ_HO (Σ_OO + σ²I)⁻¹ x_O. The system is solved by conjugate
-gradients whose mat-vecs use the Kronecker structure — (K1 ⊕ K2) vec V = vec(K1 V + V K2),
-(K1 ⊗ K2) vec V = vec(K1 V K2) — restricted to the observed entries, so nothing of size nm × nm is
-ever formed: O(nm(n + m)) per iteration, O(nm) memory beyond the kernels. The preconditioner is the
-inverse of the full (unmasked) covariance, diagonal in the eigenbasis of (K1, K2).
+The hidden entries' posterior mean under vec X ~ N(0, Σ + σ²I) solves Λ_UU x_U = −Λ_UO x_O with the
+precision Λ diagonal in the kernels' eigenbasis (`malt.eigenbasis.KroneckerEigenbasis.conditional_mean`:
+conjugate gradients on the hidden entries, preconditioned by the exact diagonal of Λ_UU), so nothing
+of size nm × nm is ever formed: O(nm(n + m)) per iteration, O(nm) memory beyond the kernels. The
+posterior means of the parts, E[F | X_O] = K1 Σ'⁻¹ X̃ and E[G | X_O] = Σ'⁻¹ X̃ K2, are elementwise in the
+same basis.
 """
 from __future__ import annotations
 
@@ -14,13 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.errors import InvalidParameterError
 from malt.params import Interval, Options, param
 from malt.registry import Algorithm, register
-from malt.splits import Prediction
 
-from .common import (KernelParams, PMAParams, check_kernel, check_matrix, cov_estimate, pd_eigh,
-                     row_kernel_eig, second_moments, stack_for_new_rows)
+from .common import (KernelParams, PMAParams, check_kernel, check_matrix, cov_estimate, matrix_inputs, pd_eigh,
+                     prediction, row_kernel_eig, second_moments)
 
 CG_TOL = 1e-6
 CG_MAX_ITER = 2000
@@ -40,71 +41,25 @@ def kron_prod_matvec(K1: np.ndarray, K2: np.ndarray, V: np.ndarray) -> np.ndarra
     return K1 @ V @ K2
 
 
-def masked_pcg(matvec, B: np.ndarray, observed: np.ndarray, precondition=None, *, tol: float = CG_TOL,
-               max_iter: int = CG_MAX_ITER, x0: np.ndarray | None = None):
-    """Solve (S_OO) a = b_O by preconditioned conjugate gradients, S given by ``matvec`` on (n, m)
-    arrays and O the ``observed`` mask; unobserved entries of the solution are zero.
+def solve_conditional(basis: KroneckerEigenbasis, M: np.ndarray, *, kind: str = "sum", noise: float = 0.0,
+                      tol: float = CG_TOL, max_iter: int = CG_MAX_ITER, x0=None):
+    """Posterior means under vec X ~ N(0, Σ + noise·I), Σ = K1 ⊕ K2 ('sum') or K1 ⊗ K2 ('product').
 
-    Returns (A, iterations, converged).
+    Returns (signal, F, G, X̃, info): ``signal`` = E[Σ-part | X_O] (n, m) — the hidden entries' prediction,
+    the observed ones smoothed by the noise; for 'sum' F = E[F | X_O], G = E[G | X_O] (signal = F + G),
+    else None; X̃ the completed matrix (warm start of a later solve). Warns when CG stops at max_iter.
     """
-    mask = observed.astype(float)
-    b = B * mask
-    norm_b = np.linalg.norm(b)
-    A = np.zeros_like(b) if x0 is None else x0 * mask
-    if norm_b == 0:
-        return A, 0, True
-    r = b - matvec(A) * mask if x0 is not None else b.copy()
-    z = precondition(r) * mask if precondition is not None else r
-    p = z.copy()
-    rz = float(np.vdot(r, z))
-    for it in range(1, max_iter + 1):
-        Ap = matvec(p) * mask
-        alpha = rz / float(np.vdot(p, Ap))
-        A += alpha * p
-        r -= alpha * Ap
-        if np.linalg.norm(r) <= tol * norm_b:
-            return A, it, True
-        z = precondition(r) * mask if precondition is not None else r
-        rz_new = float(np.vdot(r, z))
-        p = z + (rz_new / rz) * p
-        rz = rz_new
-    return A, max_iter, False
-
-
-def gaussian_conditional_mean(M: np.ndarray, K1: np.ndarray, K2: np.ndarray, *, covariance: str = "sum",
-                              noise: float = 0.0, eig1=None, eig2=None, tol: float = CG_TOL,
-                              max_iter: int = CG_MAX_ITER, x0=None):
-    """Posterior mean E[X | X_O] under vec X ~ N(0, Σ), Σ = K1 ⊕ K2 ('sum', PMA, eq. 5.12) or
-    K1 ⊗ K2 ('product', intrinsic LMC), observations with noise variance ``noise``.
-
-    Returns (Xhat, A, info): Xhat = Σ_{·O} A with A = (Σ_OO + noise I)⁻¹ x_O padded with zeros.
-    For 'sum', F = K1 A and G = A K2 are E[F | X_O] and E[G | X_O].
-    """
-    observed = ~np.isnan(M)
-    X0 = np.where(observed, M, 0.0)
-    if covariance == "sum":
-        def matvec(V):
-            return kron_sum_matvec(K1, K2, V) + noise * V
-    elif covariance == "product":
-        def matvec(V):
-            return kron_prod_matvec(K1, K2, V) + noise * V
-    else:
-        raise InvalidParameterError(f"covariance must be 'sum' or 'product', got {covariance!r}")
-    d1, U1 = eig1 if eig1 is not None else pd_eigh(K1, "K1")
-    d2, U2 = eig2 if eig2 is not None else pd_eigh(K2, "K2")
-    spectrum = d1[:, None] + d2[None, :] if covariance == "sum" else d1[:, None] * d2[None, :]
-    inv_spectrum = 1.0 / (spectrum + noise + 1e-12 * spectrum.max())
-
-    def precondition(R):  # inverse of the full covariance: elementwise in the eigenbasis
-        return U1 @ ((U1.T @ R @ U2) * inv_spectrum) @ U2.T
-
-    A, iterations, converged = masked_pcg(matvec, X0, observed, precondition, tol=tol, max_iter=max_iter,
-                                          x0=x0)
-    if not converged:
-        warnings.warn(f"conjugate gradients reached max_iter={max_iter} before the tolerance {tol:g}; "
-                      "raise max_iter or noise", CGConvergenceWarning, stacklevel=2)
-    Xhat = kron_sum_matvec(K1, K2, A) if covariance == "sum" else kron_prod_matvec(K1, K2, A)
-    return Xhat, A, {"iterations": iterations, "converged": converged}
+    Xt, Xh, info = basis.conditional_mean(M, kind=kind, noise=noise, tol=tol, max_iter=max_iter, x0=x0)
+    if not info["converged"]:
+        warnings.warn(f"conjugate gradients reached max_iter={max_iter} before the tolerance {tol:g} "
+                      f"(relative residual {info['residual']:.2g}); raise max_iter or noise",
+                      CGConvergenceWarning, stacklevel=3)
+    a, b = basis.a[:, None], basis.b[None, :]
+    if kind == "product":
+        return basis.unrotate(Xh * (a * b / (a * b + noise))), None, None, Xt, info
+    S = a + b + noise
+    F, G = basis.unrotate(Xh * (a / S)), basis.unrotate(Xh * (b / S))
+    return F + G, F, G, Xt, info
 
 
 def pma_exact(M, K1=None, K2=None, *, noise: float = 1e-4, kernel_updates: int = 3, jitter: float = 1e-2,
@@ -113,7 +68,7 @@ def pma_exact(M, K1=None, K2=None, *, noise: float = 1e-4, kernel_updates: int =
 
     K2 (and K1 when None) is estimated by this method itself: starting from the pairwise-complete
     second moments of the columns (rows), each of ``kernel_updates`` rounds solves the exact posterior
-    and sets K2 = ĜᵀĜ / n (K1 = F̂F̂ᵀ / m) from the posterior means Ĝ = A K2, F̂ = K1 A — the
+    and sets K2 = ĜᵀĜ / n (K1 = F̂F̂ᵀ / m) from the posterior means Ĝ = E[G | X_O], F̂ = E[F | X_O] — the
     point-estimate update of §5.3.2 applied to the exact posterior.
 
     Parameters
@@ -121,6 +76,7 @@ def pma_exact(M, K1=None, K2=None, *, noise: float = 1e-4, kernel_updates: int =
     M : (n, m) array, NaN where unobserved
     K1 : (n, n) row kernel or None (estimated)
     K2 : (m, m) column kernel or None (estimated)
+    eig1 : K1's `Eigenbasis`, when already known (cached across folds)
 
     Returns
     -------
@@ -133,22 +89,21 @@ def pma_exact(M, K1=None, K2=None, *, noise: float = 1e-4, kernel_updates: int =
     estimate_k2 = K2 is None
     K1 = second_moments(M, observed, 1, jitter) if estimate_k1 else check_kernel(K1, n, "K1")
     K2 = second_moments(M, observed, 0, jitter) if estimate_k2 else check_kernel(K2, m, "K2")
-    if estimate_k1:
-        eig1 = None
+    basis1 = eig1 if (eig1 is not None and not estimate_k1) else pd_eigh(K1, "K1")
     iterations = []
-    A = None
+    Xt = None
     for round_ in range(kernel_updates + 1):
-        Xhat, A, info = gaussian_conditional_mean(M, K1, K2, covariance="sum", noise=noise, eig1=eig1, tol=tol,
-                                                  max_iter=max_iter, x0=A)
+        basis = KroneckerEigenbasis(basis1, pd_eigh(K2, "K2"))
+        values, F, G, Xt, info = solve_conditional(basis, M, noise=noise, tol=tol, max_iter=max_iter, x0=Xt)
         iterations.append(info["iterations"])
         if round_ == kernel_updates:
             break
         if estimate_k2:
-            K2 = cov_estimate(A @ K2, jitter)
+            K2 = cov_estimate(G, jitter)
         if estimate_k1:
-            K1 = cov_estimate((K1 @ A).T, jitter)
-            eig1 = None
-    return {"values": Xhat, "F": K1 @ A, "G": A @ K2, "K1": K1, "K2": K2, "iterations": iterations}
+            K1 = cov_estimate(F.T, jitter)
+            basis1 = pd_eigh(K1, "K1")
+    return {"values": values, "F": F, "G": G, "K1": K1, "K2": K2, "iterations": iterations}
 
 
 def ilmc(M, K1=None, K2=None, *, noise: float = 1e-4, kernel_updates: int = 3, jitter: float = 1e-2,
@@ -160,10 +115,11 @@ def ilmc(M, K1=None, K2=None, *, noise: float = 1e-4, kernel_updates: int = 3, j
     """
     fit = pma_exact(M, K1, K2, noise=noise, kernel_updates=kernel_updates, jitter=jitter, eig1=eig1, tol=tol,
                     max_iter=max_iter)
-    Xhat, A, info = gaussian_conditional_mean(np.asarray(M, dtype=float), fit["K1"], fit["K2"],
-                                              covariance="product", noise=noise,
-                                              eig1=eig1 if K1 is not None else None, tol=tol, max_iter=max_iter)
-    return {"values": Xhat, "K1": fit["K1"], "K2": fit["K2"], "iterations": fit["iterations"] + [info["iterations"]]}
+    basis1 = eig1 if (eig1 is not None and K1 is not None) else pd_eigh(fit["K1"], "K1")
+    basis = KroneckerEigenbasis(basis1, pd_eigh(fit["K2"], "K2"))
+    values, _, _, _, info = solve_conditional(basis, np.asarray(M, dtype=float), kind="product", noise=noise,
+                                              tol=tol, max_iter=max_iter)
+    return {"values": values, "K1": fit["K1"], "K2": fit["K2"], "iterations": fit["iterations"] + [info["iterations"]]}
 
 
 def gpr(M, K=None, *, axis: str = "rows", noise: float = 0.1, jitter: float = 1e-2, eig=None,
@@ -177,23 +133,21 @@ def gpr(M, K=None, *, axis: str = "rows", noise: float = 0.1, jitter: float = 1e
     """
     M, observed = check_matrix(M)
     n, m = M.shape
-    if axis == "rows":
-        K1 = second_moments(M, observed, 1, jitter) if K is None else check_kernel(K, n, "K1")
-        K2 = np.zeros((m, m))
-        eig2 = (np.zeros(m), np.eye(m))
-        eig1 = eig if K is not None else None
-    elif axis == "columns":
-        K2 = second_moments(M, observed, 0, jitter) if K is None else check_kernel(K, m, "K2")
-        K1 = np.zeros((n, n))
-        eig1 = (np.zeros(n), np.eye(n))
-        eig2 = None
-    else:
-        raise InvalidParameterError(f"axis must be 'rows' or 'columns', got {axis!r}")
     if noise <= 0:
         raise InvalidParameterError("gpr needs noise > 0 (a single GP's kernel may be singular)")
-    Xhat, A, info = gaussian_conditional_mean(M, K1, K2, covariance="sum", noise=noise, eig1=eig1, eig2=eig2,
-                                              tol=tol, max_iter=max_iter)
-    return {"values": Xhat, "iterations": info["iterations"]}
+    if axis == "rows":
+        K1 = second_moments(M, observed, 1, jitter) if K is None else check_kernel(K, n, "K1")
+        left = eig if (eig is not None and K is not None) else pd_eigh(K1, "K1")
+        right = Eigenbasis(np.zeros(m), np.eye(m), dense=np.zeros((m, m)))
+    elif axis == "columns":
+        K2 = second_moments(M, observed, 0, jitter) if K is None else check_kernel(K, m, "K2")
+        left = Eigenbasis(np.zeros(n), np.eye(n), dense=np.zeros((n, n)))
+        right = pd_eigh(K2, "K2")
+    else:
+        raise InvalidParameterError(f"axis must be 'rows' or 'columns', got {axis!r}")
+    values, _, _, _, info = solve_conditional(KroneckerEigenbasis(left, right), M, noise=noise, tol=tol,
+                                              max_iter=max_iter)
+    return {"values": values, "iterations": info["iterations"]}
 
 
 # ---- registered algorithms -------------------------------------------------------------------
@@ -206,21 +160,6 @@ class ExactParams(PMAParams):
     max_iter: int = param(CG_MAX_ITER, "maximum conjugate-gradient iterations per solve", Interval(1, None))
 
 
-def _missing_inputs(split, params, ctx):
-    """(M, rows, n_new) for either task: new rows of a multilabel split are all-missing rows."""
-    if hasattr(split, "Y_train"):
-        return stack_for_new_rows(split, params.c)
-    rows = split.rows if split.rows is not None else np.arange(split.M.shape[0])
-    return np.asarray(split.M, dtype=float), rows, 0
-
-
-def _prediction(values, n_new, variance=None, diagnostics=None):
-    if n_new:
-        scores = values[-n_new:]
-        return Prediction(scores=scores, labels=(scores > 0).astype(float), diagnostics=diagnostics or {})
-    return Prediction(values=values, variance=variance, diagnostics=diagnostics or {})
-
-
 @register
 class PMAExact(Algorithm):
     """PMA-EXACT: exact Gaussian prediction with covariance K1 ⊕ K2; K2 re-estimated as ĜᵀĜ/n from its own posterior.
@@ -231,14 +170,14 @@ class PMAExact(Algorithm):
     name = "pma-exact"
     tasks = frozenset({"missing"})
     Params = ExactParams
-    version = "1"
+    version = "2"
 
     def run(self, split, params, ctx):
-        M, rows, n_new = _missing_inputs(split, params, ctx)
-        K1, eig1 = row_kernel_eig(params, ctx, rows)
-        fit = pma_exact(M, K1, None, noise=params.noise, kernel_updates=params.kernel_updates,
+        data = matrix_inputs(split, params)
+        K1, eig1 = row_kernel_eig(params, ctx, data.rows, data.fit_rows)
+        fit = pma_exact(data.M, K1, None, noise=params.noise, kernel_updates=params.kernel_updates,
                         jitter=params.jitter, eig1=eig1, tol=params.tol, max_iter=params.max_iter)
-        return _prediction(fit["values"], n_new, diagnostics={"cg_iterations": fit["iterations"],
+        return prediction(fit["values"], data.n_new, diagnostics={"cg_iterations": fit["iterations"],
                                                               "k2_diag": np.diag(fit["K2"]).round(4).tolist()[:20]})
 
 
@@ -254,14 +193,14 @@ class ILMC(Algorithm):
     name = "ilmc"
     tasks = frozenset({"missing"})
     Params = ILMCParams
-    version = "1"
+    version = "2"
 
     def run(self, split, params, ctx):
-        M, rows, n_new = _missing_inputs(split, params, ctx)
-        K1, eig1 = row_kernel_eig(params, ctx, rows)
-        fit = ilmc(M, K1, None, noise=params.noise, kernel_updates=params.kernel_updates, jitter=params.jitter,
+        data = matrix_inputs(split, params)
+        K1, eig1 = row_kernel_eig(params, ctx, data.rows, data.fit_rows)
+        fit = ilmc(data.M, K1, None, noise=params.noise, kernel_updates=params.kernel_updates, jitter=params.jitter,
                    eig1=eig1, tol=params.tol, max_iter=params.max_iter)
-        return _prediction(fit["values"], n_new, diagnostics={"cg_iterations": fit["iterations"]})
+        return prediction(fit["values"], data.n_new, diagnostics={"cg_iterations": fit["iterations"]})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -280,14 +219,14 @@ class GPR(Algorithm):
     name = "gpr"
     tasks = frozenset({"missing", "multilabel"})
     Params = GPRParams
-    version = "1"
+    version = "2"
 
     def run(self, split, params, ctx):
-        M, rows, n_new = _missing_inputs(split, params, ctx)
-        if n_new and params.axis == "columns":
+        data = matrix_inputs(split, params)
+        if data.n_new and params.axis == "columns":
             raise InvalidParameterError("gpr with axis=columns cannot predict new rows (they have no observed "
                                         "entry); use axis=rows for the multilabel task")
-        K, eig = (row_kernel_eig(params, ctx, rows) if params.axis == "rows" else (None, None))
-        fit = gpr(M, K, axis=params.axis, noise=params.noise, jitter=params.jitter, eig=eig, tol=params.tol,
+        K, eig = (row_kernel_eig(params, ctx, data.rows, data.fit_rows) if params.axis == "rows" else (None, None))
+        fit = gpr(data.M, K, axis=params.axis, noise=params.noise, jitter=params.jitter, eig=eig, tol=params.tol,
                   max_iter=params.max_iter)
-        return _prediction(fit["values"], n_new, diagnostics={"cg_iterations": fit["iterations"]})
+        return prediction(fit["values"], data.n_new, diagnostics={"cg_iterations": fit["iterations"]})

@@ -1,16 +1,22 @@
-"""PMA benchmarks (run as a script: ``python tests/benchmarks/bench_pma.py [--quick] [--full]``).
+"""PMA benchmarks (run as a script: ``python tests/benchmarks/bench_pma.py [--quick] [--threads N]``).
 
-1. pma-map against the paper's algorithm implemented literally (explicit (m−1) × (m−1) submatrix
-   inverses of K2, a generic Bartels–Stewart ``scipy.linalg.solve_sylvester`` every iteration, the
-   mode update (5.23) entry by entry): the time ratio for the same work (same alternations), the
-   iterations the plain alternation needs to pma-map's tolerance against pma-map's Anderson-accelerated
-   count, and the end-to-end ratio with the same stopping rule (measured on emotions; on CAL500 only
-   with --full, otherwise estimated from the measured per-iteration time and printed as an estimate).
-2. pma-gibbs: effective samples per second of hidden entries, blocked vs single-site sampler, same
-   fixed kernels (ESS by Geyer's initial positive sequence).
-3. pma-exact on scene with 25 % missing: seconds and peak traced memory.
+Everything is measured in the same process, at a fixed number of BLAS threads (default 1); nothing
+is asserted and nothing is estimated.
 
-Everything is measured in the same run; nothing is asserted.
+1. pma-map, end to end on emotions and CAL500 (25 % of the labels hidden, K1 from the features, K2
+   estimated with 3 updates; every cost a user pays: the kernel's eigendecomposition included):
+   * the floor — two eigendecompositions (K1, K2) and four n × m rotations (one Sylvester solve);
+   * the best fair reference — the paper's alternation of eqs. 5.22/5.23 implemented as well as we can
+     (eigenbasis Sylvester solves, each row's missing entries jointly, Anderson acceleration: malt's
+     previous default, ``solver='alternate'``), with its own stopping rule;
+   * pma-map's default (conjugate gradients on the fixed point);
+   and each one's distance to the converged fixed point (max over hidden entries) and error rate.
+   On emotions also the paper's algorithm implemented literally (explicit submatrix inverses,
+   Bartels–Stewart every iteration, eq. 5.23 entry by entry), end to end with the same stopping rule.
+2. pma-gibbs on emotions and CAL500: effective samples per second of the hidden entries for each
+   sampler with the same fixed kernels, and the diagnostics-driven run (sweeps, ESS, R-hat, error)
+   beside pma-exact and column means.
+3. pma-exact on scene with 25 % missing: seconds, CG iterations and peak traced memory.
 """
 from __future__ import annotations
 
@@ -22,14 +28,16 @@ from pathlib import Path
 
 import numpy as np
 import scipy.linalg
+from threadpoolctl import threadpool_limits
 
 os.environ.setdefault("MALT_DATA", str(Path(__file__).resolve().parents[3] / "shared" / "datasets"))
 
-from malt.algorithms.pma.common import (PMAParams, column_means, cov_estimate, row_kernel_eig,  # noqa: E402
-                                       second_moments)
+from malt.algorithms.pma.common import (PMAParams, column_means, cov_estimate, pd_eigh,  # noqa: E402
+                                       row_kernel_eig, second_moments)
+from malt.algorithms.pma.diagnostics import effective_sample_size  # noqa: E402
 from malt.algorithms.pma.exact import pma_exact  # noqa: E402
 from malt.algorithms.pma.gibbs import pma_gibbs  # noqa: E402
-from malt.algorithms.pma.map import pma_map  # noqa: E402
+from malt.algorithms.pma.map import map_f, pma_map  # noqa: E402
 from malt.context import Context  # noqa: E402
 from malt.datasets.catalogue import DataRoots, entry  # noqa: E402
 from malt.tasks.missing import MissingParams, MissingTask  # noqa: E402
@@ -40,14 +48,18 @@ def load(name: str, missing: float = 0.25):
     task, params = MissingTask(), MissingParams(missing=missing)
     split = task.split(data, params, 0)
     truth, _ = task.truth(data, params)
-    ctx = Context(data["X"], data_key=data.hash, seed=0, dataset=data)
-    return split, truth, ctx
+    return data, split, truth
+
+
+def fresh_context(data):
+    """A new run context: nothing cached, so the K1 eigendecomposition is paid for."""
+    return Context(data["X"], data_key=data.hash, seed=0, dataset=data)
 
 
 def literal_pma_map(M, K1, *, kernel_updates: int, iterations: int, tol: float = 0.0, jitter: float = 1e-2):
     """§5.3.2 as printed: solve_sylvester(K1, K2, K1 X̃) each iteration; eq. 5.23 entry by entry with
     explicit inverses of the submatrices K2(−j, −j); K2 = GᵀG/n between kernel settings. Stops a kernel
-    setting early when no missing entry moved more than tol × std (pma-map's rule)."""
+    setting early when no missing entry moved more than tol × std (the alternation's rule)."""
     observed = ~np.isnan(M)
     n, m = M.shape
     Xt = np.where(observed, M, column_means(M, observed)[None, :])
@@ -86,87 +98,95 @@ def timed(fn):
     return out, time.perf_counter() - start
 
 
-def bench_map(name: str, iterations: int, end_to_end: bool):
-    split, truth, ctx = load(name)
-    K1, eig1 = row_kernel_eig(PMAParams(), ctx, split.rows)
+def best_of(fn, repeats: int):
+    """(result, fastest seconds) over ``repeats`` runs: the least disturbed by other processes."""
+    best, out = np.inf, None
+    for _ in range(repeats):
+        out, seconds = timed(fn)
+        best = min(best, seconds)
+    return out, best
+
+
+def bench_map(name: str, repeats: int, literal: bool):
+    data, split, truth = load(name)
     M, hidden = split.M, split.hidden
-    print(f"[pma-map] {name} {M.shape}, 25 % missing, 3 kernel updates")
-    (ref, _), t_ref = timed(lambda: literal_pma_map(M, K1, kernel_updates=3, iterations=iterations))
-    plain, t_plain = timed(lambda: pma_map(M, K1, eig1=eig1, iterations=iterations, tol=0.0, relax=1.0, anderson=0))
-    agree = float(np.mean(np.sign(ref[hidden]) == np.sign(plain["values"][hidden])))
-    print(f"  same work ({iterations} alternations per kernel setting, ω = 1, no acceleration):")
-    print(f"    literal reference {t_ref:8.2f} s   pma-map {t_plain:7.3f} s   ratio {t_ref / t_plain:6.1f}×   "
-          f"sign agreement {agree:.4f}")
-    to_tol, t_to_tol = timed(lambda: pma_map(M, K1, eig1=eig1, iterations=5000, relax=1.0, anderson=0))
-    default, t_default = timed(lambda: pma_map(M, K1, eig1=eig1))
-    print(f"  to the default tolerance: plain alternation {sum(to_tol['iterations'])} iterations "
-          f"{to_tol['iterations']} ({t_to_tol:.2f} s); pma-map defaults (Anderson) "
-          f"{sum(default['iterations'])} iterations {default['iterations']} ({t_default:.3f} s, error "
-          f"{sign_error(default['values'], truth, hidden):.4f})")
-    if end_to_end:
+    print(f"[pma-map] {name} {M.shape}, 25 % hidden, K1 from features, K2 estimated (3 updates); best of {repeats}")
+
+    def end_to_end(**kw):
+        ctx = fresh_context(data)
+        K1, eig1 = row_kernel_eig(PMAParams(), ctx, split.rows)
+        return pma_map(M, K1, eig1=eig1, **kw)
+
+    ref = end_to_end(tol=1e-10, iterations=5000)  # the converged fixed point, for distances
+    ctx = fresh_context(data)
+    K1, _ = row_kernel_eig(PMAParams(), ctx, split.rows)
+    K2 = ref["K2"]
+
+    def floor():
+        e1, e2 = pd_eigh(K1, "K1"), pd_eigh(K2, "K2")
+        return map_f(np.nan_to_num(M), e1, e2)
+
+    _, t_floor = best_of(floor, repeats)
+    print(f"  floor (eigh K1 + eigh K2 + one Sylvester solve = 4 rotations): {t_floor:.3f} s")
+    rows = [("pma-map default (cg)", {}), ("paper's alternation, Anderson (solver=alternate)", {"solver": "alternate"})]
+    times = {}
+    for label, kw in rows:
+        fit, seconds = best_of(lambda: end_to_end(**kw), repeats)
+        times[label] = seconds
+        distance = float(np.max(np.abs(fit["values"] - ref["values"])[hidden]))
+        print(f"  {label:50s} {seconds:7.3f} s = {seconds / t_floor:5.1f}× floor; iterations {fit['iterations']}; "
+              f"max distance to the fixed point {distance:.3g}; error {sign_error(fit['values'], truth, hidden):.4f}")
+    default, alternate = times[rows[0][0]], times[rows[1][0]]
+    print(f"  ratio reference / pma-map: {alternate / default:.1f}×")
+    if literal:
         (lit, counts), t_lit = timed(lambda: literal_pma_map(M, K1, kernel_updates=3, iterations=5000, tol=1e-3))
-        agree = float(np.mean(np.sign(lit[hidden]) == np.sign(default["values"][hidden])))
-        print(f"  end to end, same stopping rule: literal {t_lit:.2f} s ({counts} iterations, error "
-              f"{sign_error(lit, truth, hidden):.4f}) vs pma-map defaults {t_default:.3f} s: "
-              f"ratio {t_lit / t_default:.0f}×, sign agreement {agree:.4f}")
-    else:
-        per_iter = t_ref / (4 * iterations)
-        estimate = per_iter * sum(to_tol["iterations"])
-        print(f"  end to end (estimated, not run): literal {per_iter:.3f} s per iteration × "
-              f"{sum(to_tol['iterations'])} plain iterations ≈ {estimate:.0f} s vs pma-map defaults "
-              f"{t_default:.3f} s: ≈ {estimate / t_default:.0f}× (run with --full to measure)")
+        distance = float(np.max(np.abs(lit - ref["values"])[hidden]))
+        print(f"  paper's algorithm literally (same stopping rule as the alternation): {t_lit:.2f} s = "
+              f"{t_lit / default:.0f}× pma-map; iterations {counts}; max distance to the fixed point "
+              f"{distance:.3g}; error {sign_error(lit, truth, hidden):.4f}")
 
 
-def ess(chain: np.ndarray) -> float:
-    """Effective sample size of a 1-D chain (Geyer's initial positive sequence)."""
-    x = chain - chain.mean()
-    n = len(x)
-    if x.var() == 0:
-        return float(n)
-    f = np.fft.rfft(x, 2 * n)
-    acf = np.fft.irfft(f * np.conj(f))[:n] / (x.var() * n)
-    total = 0.0
-    for k in range(0, n - 1, 2):
-        pair = acf[k] + acf[k + 1]
-        if pair <= 0:
-            break
-        total += pair
-    return float(n / max(2 * total - 1, 1e-12))
-
-
-def bench_gibbs(name: str, single_sweeps: int, blocked_sweeps: int):
-    split, truth, ctx = load(name)
+def bench_gibbs(name: str, sweeps: int, samplers, diagnostic_runs=(("blocked", 0.0), ("blocked", -0.8))):
+    data, split, truth = load(name)
+    ctx = fresh_context(data)
     K1, eig1 = row_kernel_eig(PMAParams(), ctx, split.rows)
-    K2 = pma_exact(split.M, K1, eig1=eig1)["K2"]  # fixed kernels: both samplers target one posterior
-    rng = np.random.default_rng(0)
-    trace = rng.choice(np.flatnonzero(split.hidden.ravel()), 20, replace=False)
+    (exact, t_exact) = timed(lambda: pma_exact(split.M, K1, eig1=eig1))
+    K2 = exact["K2"]  # fixed kernels: every sampler targets one posterior
+    hidden = split.hidden
+    trace = np.random.default_rng(0).choice(np.flatnonzero(hidden.ravel()), 20, replace=False)
+    colmean = np.where(np.isnan(split.M), np.nanmean(split.M, axis=0)[None, :], split.M)
+    print(f"[pma-gibbs] {name} {split.M.shape}: pma-exact {t_exact:.2f} s error "
+          f"{sign_error(exact['values'], truth, hidden):.4f}; column means error {sign_error(colmean, truth, hidden):.4f}")
     rates = {}
-    for sampler, sweeps, alpha in [("single-site", single_sweeps, 0.0), ("blocked", blocked_sweeps, 0.0),
-                                   ("blocked", blocked_sweeps, -0.8)]:
-        start = time.perf_counter()
-        fit = pma_gibbs(split.M, K1, K2, sampler=sampler, burn_in=20, sweeps=sweeps, kernel_updates=0,
-                        eig1=eig1, rng=np.random.default_rng(1), trace=trace, overrelax=alpha)
-        seconds = time.perf_counter() - start
-        e = np.array([ess(fit["trace"][:, k]) for k in range(len(trace))])
+    for sampler, alpha, n_sweeps in samplers:
         label = sampler if alpha == 0 else f"{sampler} α={alpha}"
+        fit, seconds = timed(lambda: pma_gibbs(split.M, K1, K2, sampler=sampler, burn_in=20, sweeps=n_sweeps or sweeps,
+                                               kernel_updates=0, eig1=eig1, rng=np.random.default_rng(1),
+                                               trace=trace, overrelax=alpha))
+        e = effective_sample_size(fit["trace"])
         rates[label] = e / seconds
-        print(f"[pma-gibbs] {name} {label:18s}: {sweeps} sweeps in {seconds:6.2f} s, "
-              f"median ESS {np.median(e):8.1f}, median ESS/s {np.median(e / seconds):9.2f}, "
-              f"error {sign_error(fit['values'], truth, split.hidden):.4f}")
-    for label in ("blocked", "blocked α=-0.8"):
-        ratio = np.median(rates[label] / rates["single-site"])
-        print(f"  {label} / single-site effective samples per second (median over 20 hidden entries): {ratio:.0f}×")
+        print(f"  fixed kernels, {label:18s}: {n_sweeps or sweeps} sweeps in {seconds:6.2f} s, median ESS "
+              f"{np.median(e):7.1f}, median ESS/s {np.median(e / seconds):8.2f}")
+    base = "single-site" if "single-site" in rates else next(iter(rates))
+    for label in rates:
+        if label != base:
+            print(f"  {label} / {base} effective samples per second: {np.median(rates[label] / rates[base]):.1f}×")
+    for sampler, alpha in diagnostic_runs:
+        label = sampler if alpha == 0 else f"{sampler} α={alpha}"
+        fit, seconds = timed(lambda: pma_gibbs(split.M, K1, sampler=sampler, overrelax=alpha, eig1=eig1,
+                                               rng=np.random.default_rng(2)))
+        d = fit["diagnostics"]
+        print(f"  run length from diagnostics, {label:18s}: {seconds:6.1f} s, {d['sweeps']} kept sweeps (+{d['burn_in']}), "
+              f"ESS min {d['ess_min']}, R-hat max {d['rhat_max']}, converged {d['converged']}, error "
+              f"{sign_error(fit['values'], truth, hidden):.4f}")
 
 
 def bench_exact(name: str):
-    split, truth, ctx = load(name)
+    data, split, truth = load(name)
     tracemalloc.start()
-    start = time.perf_counter()
-    K1, eig1 = row_kernel_eig(PMAParams(), ctx, split.rows)
-    t_kernel = time.perf_counter() - start
-    start = time.perf_counter()
-    fit = pma_exact(split.M, K1, eig1=eig1)
-    t_exact = time.perf_counter() - start
+    ctx = fresh_context(data)
+    (K1, eig1), t_kernel = timed(lambda: row_kernel_eig(PMAParams(), ctx, split.rows))
+    fit, t_exact = timed(lambda: pma_exact(split.M, K1, eig1=eig1))
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     n, m = split.M.shape
@@ -179,8 +199,16 @@ def bench_exact(name: str):
 
 if __name__ == "__main__":
     quick = "--quick" in sys.argv
-    bench_map("emotions", iterations=10, end_to_end=True)
-    if not quick:
-        bench_map("cal500", iterations=5, end_to_end="--full" in sys.argv)
-    bench_gibbs("emotions", single_sweeps=100 if quick else 400, blocked_sweeps=1000 if quick else 4000)
-    bench_exact("scene")
+    threads = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 1
+    print(f"BLAS threads: {threads}")
+    with threadpool_limits(threads):
+        bench_map("emotions", repeats=3, literal=True)
+        bench_map("cal500", repeats=1 if quick else 3, literal=False)
+        bench_gibbs("emotions", sweeps=1000 if quick else 3000,
+                    samplers=[("single-site", 0.0, 300 if quick else 1000), ("blocked", 0.0, 0),
+                              ("blocked", -0.8, 0), ("collapsed", 0.0, 200 if quick else 500)])
+        if not quick:
+            bench_gibbs("cal500", sweeps=1000, samplers=[("blocked", 0.0, 0), ("blocked", -0.8, 0),
+                                                         ("collapsed", 0.0, 100)],
+                        diagnostic_runs=(("blocked", -0.8),))
+        bench_exact("scene")
