@@ -44,6 +44,7 @@ class IBLR(Algorithm):
     name = "iblr"
     tasks = frozenset({"multilabel"})
     Params = IBLRParams
+    version = "2"  # neighbours in features scaled with the training rows' statistics (v1: all rows)
 
     def run(self, split, params, ctx):
         from sklearn.exceptions import ConvergenceWarning

@@ -93,6 +93,7 @@ class MLkNN(Algorithm):
     name = "mlknn"
     tasks = frozenset({"multilabel"})
     Params = MLkNNParams
+    version = "2"  # neighbours in features scaled with the training rows' statistics (v1: all rows)
 
     def run(self, split, params, ctx):
         nb_tr, nb_te = fold_neighbours(split, ctx, params.k)

@@ -20,7 +20,10 @@ from malt import linalg
 from malt.params import canonical_json
 
 DENSE_DISTANCE_LIMIT = 6000
-"""Above this many rows kNN queries use a tree search instead of a cached distance matrix."""
+"""Above this many rows kNN queries use a tree search instead of dense distances."""
+PRODUCER = "malt.context@2"
+"""The producer of the context's shared artifacts (features, distances, kernels): every algorithm
+that asks for the same one shares it."""
 
 
 class MemoryCache:
@@ -109,38 +112,46 @@ class Context:
             raise ValueError("this dataset has no feature matrix X, so no kernel or kNN graph can be built")
         return self.X
 
-    def scaled_features(self, scale: str = "standardize") -> np.ndarray:
-        return self.cached("features", {"scale": scale},
-                           lambda: np.asarray(linalg.standardize(self._features(), scale), dtype=float))
+    def scaled_features(self, scale: str = "standardize", fit_rows: np.ndarray | None = None) -> np.ndarray:
+        """Every row of X scaled with the statistics of ``fit_rows`` (the training rows of an inductive
+        protocol) or of all rows (None: the transductive choice); see `linalg.scaling`."""
+        return self.cached("features", {"scale": scale, "fit_rows": _rows_digest(fit_rows)},
+                           lambda: np.asarray(linalg.standardize(self._features(), scale, fit_rows), dtype=float),
+                           producer=PRODUCER)
 
-    def sq_distances(self, scale: str = "standardize") -> np.ndarray:
+    def sq_distances(self, scale: str = "standardize", fit_rows: np.ndarray | None = None) -> np.ndarray:
         """(n, n) squared Euclidean distances between all rows of the scaled features."""
-        return self.cached("sq-distances", {"scale": scale},
-                           lambda: linalg.sq_dists(self.scaled_features(scale)))
+        return self.cached("sq-distances", {"scale": scale, "fit_rows": _rows_digest(fit_rows)},
+                           lambda: linalg.sq_dists(self.scaled_features(scale, fit_rows)), producer=PRODUCER)
 
     def kernel(self, kind: str = "rbf", width: float | str = "median", scale: str = "standardize",
-               rows: np.ndarray | None = None) -> np.ndarray:
-        """Kernel over all dataset rows (or the median-heuristic width over ``rows`` only, when given).
+               rows: np.ndarray | None = None, fit_rows: np.ndarray | None = None) -> np.ndarray:
+        """Kernel over all dataset rows, the features scaled with ``fit_rows``' statistics (None: all
+        rows) and the median-heuristic width taken over ``rows`` (None: all rows).
 
         kind : 'rbf' (exp(-d²/2w²)) or 'linear' (X Xᵀ of the scaled features)
         width : a positive float or 'median' (median pairwise distance)
         """
+        digest = _rows_digest(fit_rows)
         if kind == "linear":
-            return self.cached("kernel", {"kind": kind, "scale": scale}, lambda: self._linear(scale))
+            return self.cached("kernel", {"kind": kind, "scale": scale, "fit_rows": digest},
+                               lambda: self._linear(scale, fit_rows), producer=PRODUCER)
         if kind != "rbf":
             raise ValueError(f"unknown kernel kind {kind!r}; use 'rbf' or 'linear'")
-        D2 = self.sq_distances(scale)
+        D2 = self.sq_distances(scale, fit_rows)
         w = linalg.median_width(D2 if rows is None else D2[np.ix_(rows, rows)]) if width == "median" else float(width)
-        return self.cached("kernel", {"kind": kind, "width": round(w, 12), "scale": scale},
-                           lambda: linalg.rbf_from_sq_dists(D2, w))
+        return self.cached("kernel", {"kind": kind, "width": round(w, 12), "scale": scale, "fit_rows": digest},
+                           lambda: linalg.rbf_from_sq_dists(D2, w), producer=PRODUCER)
 
-    def _linear(self, scale):
-        Z = self.scaled_features(scale)
+    def _linear(self, scale, fit_rows):
+        Z = self.scaled_features(scale, fit_rows)
         return Z @ Z.T
 
     def knn(self, k: int, query: np.ndarray, among: np.ndarray, scale: str = "standardize",
             exclude_self: bool = True):
-        """The k nearest rows of ``among`` for each row of ``query`` (dataset row indices).
+        """The k nearest rows of ``among`` for each row of ``query`` (dataset row indices), the features
+        scaled with the statistics of ``among`` (the candidates are the training rows: a query row's
+        own values never move the scale).
 
         Returns (indices (len(query), k) into dataset rows, distances). A query row that is also in
         ``among`` does not count as its own neighbour when ``exclude_self``.
@@ -148,9 +159,10 @@ class Context:
         query, among = np.asarray(query), np.asarray(among)
         if k > len(among) - (1 if exclude_self else 0):
             raise ValueError(f"Expected k <= number of candidate neighbours, but k = {k}, candidates = {len(among)}")
-        n = self._features().shape[0]
+        Z = self.scaled_features(scale, among)
+        n = Z.shape[0]
         if n <= DENSE_DISTANCE_LIMIT:
-            D = self.sq_distances(scale)[np.ix_(query, among)].copy()
+            D = linalg.sq_dists(Z[query], Z[among])
             if exclude_self:
                 D[query[:, None] == among[None, :]] = np.inf
             part = np.argpartition(D, k - 1, axis=1)[:, :k]
@@ -160,7 +172,6 @@ class Context:
             return among[idx], np.sqrt(np.take_along_axis(d, order, 1))
         from sklearn.neighbors import NearestNeighbors
 
-        Z = self.scaled_features(scale)
         extra = 1 if exclude_self else 0
         nn = NearestNeighbors(n_neighbors=k + extra).fit(Z[among])
         dist, idx = nn.kneighbors(Z[query])
@@ -170,6 +181,15 @@ class Context:
             rows = np.array([np.flatnonzero(r)[:k] for r in keep])  # k+1 candidates per row: cheap
             idx, dist = np.take_along_axis(idx, rows, 1), np.take_along_axis(dist, rows, 1)
         return idx, dist
+
+
+def _rows_digest(rows) -> str | None:
+    if rows is None:
+        return None
+    rows = np.asarray(rows)
+    if rows.dtype == bool:
+        rows = np.flatnonzero(rows)
+    return hashlib.sha256(np.ascontiguousarray(rows, dtype=np.int64).tobytes()).hexdigest()[:16]
 
 
 def _nbytes(value) -> int:

@@ -89,7 +89,7 @@ def test_mlknn_run_uses_standardised_knn_and_handles_unknown_labels():
     X[:, 0] *= 100.0  # standardisation must undo this
     ctx = Context.for_arrays(X)
     p = MLkNN().run(_split(X, Y, 110), MLkNNParams(k=7), ctx)
-    Z = (X - X.mean(0)) / X.std(0)
+    Z = (X - X[:110].mean(0)) / X[:110].std(0)  # the training rows' statistics: test rows never move the scale
     nb_tr, nb_te = _raw_neighbours(Z[:110], Z[110:], 7)
     np.testing.assert_allclose(p.scores, mlknn_posteriors(Y[:110], nb_tr, nb_te, 7, 1.0), rtol=1e-12)
     # unknown labels: the label's statistics come from the known rows only
@@ -106,7 +106,7 @@ def test_iblr_features_and_regressions_match_brute_force():
     ctx = Context.for_arrays(X)
     k = 6
     p = IBLR().run(_split(X, Y, 100), IBLRParams(k=k, C=2.0), ctx)
-    Z = (X - X.mean(0)) / X.std(0)
+    Z = (X - X[:100].mean(0)) / X[:100].std(0)
     nb_tr, nb_te = _raw_neighbours(Z[:100], Z[100:], k)
     F_tr = np.array([[Y[nb, l].mean() for l in range(Y.shape[1])] for nb in nb_tr])
     F_te = np.array([[Y[nb, l].mean() for l in range(Y.shape[1])] for nb in nb_te])
