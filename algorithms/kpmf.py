@@ -16,8 +16,8 @@ from malt.algorithms.mvgp import PAPER_SIGMA2, _Common, predict_split
 @dataclass(frozen=True, kw_only=True)
 class KPMFParams(_Common):
     rank: int = param(10, "number of latent factors", Interval(1, None))
-    sigma2: float = param(3.0, "noise variance σ² (select=none)", Interval(0, None, "neither"))
-    sigma2_grid: tuple[float, ...] = param((PAPER_SIGMA2[10], PAPER_SIGMA2[12]),
+    sigma2: float = param(12.7, "noise variance σ² (select=none)", Interval(0, None, "neither"))
+    sigma2_grid: tuple[float, ...] = param(PAPER_SIGMA2[12:15],
                                            "candidate σ² (select=inner-cv; the paper's grid is PAPER_SIGMA2)")
 
 

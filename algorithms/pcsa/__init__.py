@@ -20,8 +20,8 @@ from .observed import pcsa_observed_fit
 class PCSAParams(Params):
     rank: int = param(20, "cap on both latent dimensionalities d1, d2 (ARD prunes unused columns)",
                       Interval(1, None))
-    max_iter: int = param(200, "maximum variational iterations", Interval(1, None))
-    tol: float = param(1e-6, "stop when the bound's relative increase falls below this", Interval(0, 1))
+    max_iter: int = param(100, "maximum variational iterations", Interval(1, None))
+    tol: float = param(1e-5, "stop when the bound's relative increase falls below this", Interval(0, 1))
     inference: str = param("auto", "'fill': §3.1 — missing entries filled with the posterior mean, dense "
                            "eqs. 5-7 (Sylvester/Stein eigen-solves); 'observed': the same model and bound "
                            "restricted to the observed entries (per-row/column posteriors, sparse sums); "
@@ -94,7 +94,7 @@ class ObservedFit:
 class _PCSABase(Algorithm):
     prior = "ard"
     tasks = frozenset({"missing", "ratings"})
-    version = "2"  # v2: ratings default inference='observed' with biases (v1: dense fill, global mean)
+    version = "2"  # v2: ratings default inference='observed' with biases (v1: dense fill, global mean); max_iter 100, tol 1e-5
 
     def run(self, split, params, ctx):
         ratings = isinstance(split, RatingsSplit)

@@ -68,6 +68,12 @@ def _factor_update(X: sp.csr_matrix, pattern: sp.csr_matrix, mean, cov, prec, ta
     return mu, full, logdet, G
 
 
+def _energies(U, V, o):
+    """‖ū_k‖² ‖v̄_k‖² of every factor component k (the biases and constants excluded)."""
+    d = U.shape[1]
+    return np.sum(U[:, o:d - o] ** 2, axis=0) * np.sum(V[:, o:d - o] ** 2, axis=0)
+
+
 def _prior_terms(mean, cov, logdet, prec_mean, elog_prec):
     """Σ_rows E log p(u | λ) + H[Q(u)] for Gaussian rows with diagonal prior precisions λ (up to the
     2π constants, which cancel between the two)."""
@@ -170,10 +176,12 @@ def pcsa_observed_fit(rows, cols, x, shape, *, d1=20, d2=20, prior="ard", biases
             callback(it, {"U": U, "V": V})
         if it > 0 and abs(bounds[-1] - bounds[-2]) <= tol * abs(bounds[-2]):
             break
-        # drop the columns ARD has switched off (energy < PRUNE of the largest): they no longer
-        # change the fit, and every later iteration costs O(d²) less per entry
-        dead = np.r_[np.zeros(o, bool), sqA < PRUNE * sqA.max(initial=0), sqB < PRUNE * sqB.max(initial=0),
-                     np.zeros(o, bool)]
+        # drop the components ARD has switched off: the energy ‖ū_k‖²‖v̄_k‖² of component k's posterior
+        # mean a_k y_kᵀ (or z_k b_kᵀ) below PRUNE of the largest; they no longer change the fit (a
+        # switched-off column's Q equals its prior, whose precision the Gamma update then leaves
+        # where it is), and every later iteration costs O(d²) less per entry
+        energy = _energies(U, V, o)
+        dead = np.r_[np.zeros(o, bool), energy < PRUNE * energy.max(initial=0), np.zeros(o, bool)]
         if dead.any():
             keep = ~dead
             U, V, SU, SV = U[:, keep], V[:, keep], SU[:, keep][:, :, keep], SV[:, keep][:, :, keep]
@@ -185,7 +193,8 @@ def pcsa_observed_fit(rows, cols, x, shape, *, d1=20, d2=20, prior="ard", biases
             A_, B_ = slice(o, o + d1), slice(o + d1, o + d1 + d2)
             free_u, free_v = slice(o, d), slice(0, d - o)
             const_u, const_v = (0, d - 1) if biases else (None, None)
-    d1_eff = int(np.sum(sqA > 1e-2 * max(sqA.max(initial=0), 1e-300))) if d1 else 0
-    d2_eff = int(np.sum(sqB > 1e-2 * max(sqB.max(initial=0), 1e-300))) if d2 else 0
+    energy = _energies(U, V, o)
+    big = energy > 1e-2 * max(energy.max(initial=0), 1e-300)
+    d1_eff, d2_eff = int(big[:d1].sum()), int(big[d1:].sum())
     return {"U": U, "V": V, "tau": tau, "bound": bounds, "d1_eff": d1_eff, "d2_eff": d2_eff,
             "iterations": it + 1, "pruned": int(pruned)}
