@@ -171,8 +171,8 @@ def test_inner_cv_picks_from_the_grid():
     assert params.select == "inner-cv"
     pred = algo.run(RatingsSplit(tr, r, c, G, None, None, None, False, 0), params,
                     Context.for_arrays(np.zeros((30, 1)), seed=0))
-    assert pred.diagnostics["selected"]["lam"] in params.lam_grid
-    assert pred.diagnostics["selected"]["sigma2"] in params.sigma2_grid
+    assert pred.diagnostics["lambda"] in params.lam_grid and pred.diagnostics["sigma2"] in params.sigma2_grid
+    assert pred.diagnostics["selected"]["sigma2"] == pred.diagnostics["sigma2"]
     assert pred.diagnostics["inner_cv_candidates"] == len(params.lam_grid) * len(params.sigma2_grid)
     assert set(params.lam_grid) <= set(PAPER_LAMBDA) and set(params.sigma2_grid) <= set(PAPER_SIGMA2)
     colmean = np.bincount(tr.col, tr.data, 20) / np.bincount(tr.col, minlength=20)

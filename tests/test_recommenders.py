@@ -101,3 +101,48 @@ def test_registered_baselines_return_full_ranking_rows():
     base = algorithms()["baseline"]()
     b = fit_biases(train)
     np.testing.assert_allclose(base.run(split, base.Params(), ctx).values, b.at(tr, tc))
+
+
+RATINGS_MODELS = ("biased-mf", "pmf", "pcsa", "pcsa-sparse", "kpmf", "con-mvgp", "trace-gp", "mvgp")
+
+
+@pytest.fixture(scope="module")
+def movielens_core_splits():
+    """Two random 70/30 splits of a MovieLens-100K core: the 200 most active users × the 300 most rated
+    movies (≈ 25,000 ratings, a quarter of the set, so that every model fits in seconds in CI), with the
+    dataset's user and item kNN graphs restricted to the core."""
+    from tests.conftest import require_data
+    root = require_data("matrix/movielens-100k/u.data")
+    from malt.datasets.catalogue import DataRoots, entry
+    data = entry("movielens-100k").loader(DataRoots([root]))
+    R = data["ratings"].tocsr()
+    users = np.sort(np.argsort(-np.diff(R.indptr), kind="stable")[:200])
+    items = np.sort(np.argsort(-np.bincount(R.indices, minlength=R.shape[1]), kind="stable")[:300])
+    core = R[users][:, items].tocoo()
+    rg = data["row_graph"].tocsr()[users][:, users]
+    cg = data["col_graph"].tocsr()[items][:, items]
+    splits = []
+    for run in range(2):
+        rng = np.random.default_rng(run)
+        test = rng.random(core.nnz) < 0.3
+        train = sp.coo_matrix((core.data[~test], (core.row[~test], core.col[~test])), shape=core.shape)
+        split = RatingsSplit(train, core.row[test], core.col[test], rg, cg, fold=run)
+        splits.append((split, core.data[test]))
+    base = algorithms()["baseline"]()
+    rmse = [np.sqrt(np.mean((base.run(s, base.Params(), Context.for_arrays(seed=0)).values - y) ** 2))
+            for s, y in splits]
+    return splits, float(np.mean(rmse))
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", RATINGS_MODELS)
+def test_every_ratings_model_beats_the_bias_baseline_on_movielens_at_defaults(name, movielens_core_splits):
+    """Issue 23: a default that loses to user + item biases is a defect. Mean RMSE over two splits."""
+    splits, baseline = movielens_core_splits
+    algo = algorithms()[name]()
+    rmse = []
+    for split, truth in splits:
+        pred = algo.run(split, algo.Params(), Context.for_arrays(seed=split.fold))
+        assert pred.scores.shape == (np.unique(split.test_rows).size, split.train.shape[1])
+        rmse.append(np.sqrt(np.mean((pred.values - truth) ** 2)))
+    assert np.mean(rmse) < baseline, (name, rmse, baseline)
