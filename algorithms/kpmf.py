@@ -10,12 +10,15 @@ from dataclasses import dataclass
 
 from malt.params import Interval, param
 from malt.registry import Algorithm, register
-from malt.algorithms.mvgp import _Common, predict_split
+from malt.algorithms.mvgp import PAPER_SIGMA2, _Common, predict_split
 
 
 @dataclass(frozen=True, kw_only=True)
 class KPMFParams(_Common):
     rank: int = param(10, "number of latent factors", Interval(1, None))
+    sigma2: float = param(12.7, "noise variance σ² (select=none)", Interval(0, None, "neither"))
+    sigma2_grid: tuple[float, ...] = param(PAPER_SIGMA2[12:15],
+                                           "candidate σ² (select=inner-cv; the paper's grid is PAPER_SIGMA2)")
 
 
 @register
@@ -24,8 +27,7 @@ class KPMF(Algorithm):
     name = "kpmf"
     tasks = frozenset({"ratings"})
     Params = KPMFParams
-    version = "4"
+    version = "5"  # v5: bias offsets, shared inner-CV vocabulary by default
 
     def run(self, split, params, ctx):
-        return predict_split(split, params, ctx, lam=1.0, frob=0.0, fixed_rank=params.rank,
-                             select_lam=False)
+        return predict_split(split, params, ctx, lam=1.0, frob=0.0, fixed_rank=params.rank)

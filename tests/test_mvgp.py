@@ -3,7 +3,7 @@ closed-form Kronecker GP posterior mean, monotone objective, new-row prediction,
 import numpy as np
 import scipy.sparse as sp
 
-from malt.algorithms.mvgp import GRIDS, diffusion_sqrt, fit_mvgp, objective
+from malt.algorithms.mvgp import PAPER_LAMBDA, PAPER_SIGMA2, diffusion_sqrt, fit_mvgp, objective
 from malt.algorithms.mvgp.core import _refine
 from malt.context import Context
 from malt.registry import algorithms
@@ -121,30 +121,37 @@ def test_new_row_predicted_through_row_covariance_better_than_column_mean():
     for name, extra in (("con-mvgp", {"lam": 1.0, "sigma2": 0.1, "max_rank": 6}), ("mvgp", {"sigma2": 0.1, "max_rank": 6}),
                         ("kpmf", {"rank": 3, "sigma2": 0.1})):
         algo = algorithms()[name]()
-        pred = algo.run(split, algo.Params(col_cov="identity", beta=4.0, shift=0.05, **extra), ctx)
+        pred = algo.run(split, algo.Params(select="none", col_cov="identity", beta=4.0, shift=0.05, **extra), ctx)
         rmse = np.sqrt(np.mean((pred.values - truth) ** 2))
         assert rmse < 0.5 * base, (name, rmse, base)
 
 
 def test_inner_cv_picks_from_the_grid():
+    """The shared selector (malt.selection) chooses σ² and λ from the declared grids; the defaults are
+    points of the paper's grid; the tuned fit beats column means."""
     Y, G = _planted_graph_model(30, 20, seed=2)
     rng = np.random.default_rng(3)
     mask = rng.random(Y.shape) < 0.6
     tr = sp.coo_matrix((Y[mask], np.nonzero(mask)), shape=Y.shape)
     r, c = np.nonzero(~mask)
     algo = algorithms()["con-mvgp"]()
-    pred = algo.run(RatingsSplit(tr, r, c, G, None, None, None, False, 0),
-                    algo.Params(select="inner-cv", col_cov="identity", max_rank=4),
+    params = algo.Params(col_cov="identity", max_rank=4)
+    assert params.select == "inner-cv"
+    pred = algo.run(RatingsSplit(tr, r, c, G, None, None, None, False, 0), params,
                     Context.for_arrays(np.zeros((30, 1)), seed=0))
-    lam_grid, s2_grid, s2_kpmf = GRIDS["coarse"]
-    assert pred.diagnostics["lambda"] in lam_grid and pred.diagnostics["sigma2"] in s2_grid
-    assert set(lam_grid) <= set(GRIDS["paper"][0]) and set(s2_grid) | set(s2_kpmf) <= set(GRIDS["paper"][1])
+    assert pred.diagnostics["lambda"] in params.lam_grid and pred.diagnostics["sigma2"] in params.sigma2_grid
+    assert pred.diagnostics["selected"]["sigma2"] == pred.diagnostics["sigma2"]
+    assert pred.diagnostics["inner_cv_candidates"] == len(params.lam_grid) * len(params.sigma2_grid)
+    assert set(params.lam_grid) <= set(PAPER_LAMBDA) and set(params.sigma2_grid) <= set(PAPER_SIGMA2)
     colmean = np.bincount(tr.col, tr.data, 20) / np.bincount(tr.col, minlength=20)
     assert np.sqrt(np.mean((pred.values - Y[r, c]) ** 2)) < np.sqrt(np.mean((colmean[c] - Y[r, c]) ** 2))
     kp = algorithms()["kpmf"]()
-    pk = kp.run(RatingsSplit(tr, r, c, G, None, None, None, False, 0),
-                kp.Params(select="inner-cv", col_cov="identity", rank=3), Context.for_arrays(np.zeros((30, 1)), seed=0))
-    assert pk.diagnostics["sigma2"] in s2_kpmf and pk.diagnostics["lambda"] == 1.0
+    kparams = kp.Params(col_cov="identity", rank=3)
+    pk = kp.run(RatingsSplit(tr, r, c, G, None, None, None, False, 0), kparams,
+                Context.for_arrays(np.zeros((30, 1)), seed=0))
+    assert pk.diagnostics["selected"] == {"sigma2": pk.diagnostics["sigma2"]}
+    assert pk.diagnostics["sigma2"] in kparams.sigma2_grid and pk.diagnostics["lambda"] == 1.0
+    assert set(kparams.sigma2_grid) <= set(PAPER_SIGMA2)
 
 
 def test_side_graph_datasets_load(tmp_path):

@@ -6,23 +6,22 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from malt.errors import InvalidParameterError
-from malt.params import Interval, Options, Params, param
+from malt.algorithms.recommenders import Biases, fit_biases
+from malt.params import Interval, Options, param
 from malt.registry import Algorithm, register
+from malt.selection import InnerCVParams, candidates, inner_fold_ids, select
 from malt.splits import Prediction
 
 from .core import HeatRoot, diffusion_sqrt, fit_mvgp, objective, smooth_gradient_top  # noqa: F401
 
-# The paper's grids (§5): λ at 5 and σ² at 20 values log-spaced in [1e-3, 1e3] ("paper", 100 fits
-# per run; KPMF, with λ fixed, searches the same 20 σ²). "coarse" keeps the paper's grid points where
-# the optimum lies on rating data: with the ½‖B‖²_F prior over all M·N entries and only a few percent
-# of them observed, σ² acts as the ridge/data balance and must be small (≈ 0.02–0.08 on MovieLens;
-# σ² ≥ 0.1 shrinks the fit towards the global mean), with λσ² (the nuclear weight in rating units)
-# of order 1–30; KPMF's best σ² is instead of order 3–13. Each entry: (λ grid, σ² grid, KPMF σ² grid).
-_LAM = tuple(float(v) for v in np.logspace(-3, 3, 5))
-_S2 = tuple(float(v) for v in np.logspace(-3, 3, 20))
-GRIDS = {"paper": (_LAM, _S2, _S2),
-         "coarse": (_LAM[3:], (_S2[4], _S2[6]), (_S2[11], _S2[13]))}
+# The paper's grid (§5): λ at 5 and σ² at 20 values log-spaced in [1e-3, 1e3] (100 fits per run;
+# KPMF, with λ fixed, searches the same 20 σ²). The defaults keep a few of the paper's grid points:
+# with the ½‖B‖²_F prior over all M·N entries and only a few percent of them observed, σ² acts as
+# the ridge/data balance and the optimum on rating residuals lies at small σ² (σ² ≥ 0.3 shrinks the
+# fit to the bias model, σ² ≤ 0.08 needs rank > 50); KPMF's best σ² is of order 10–30. λ = 31.6 won
+# every inner CV on MovieLens-100K against 1000 (which leaves rank 0-2: the bias model).
+PAPER_LAMBDA = tuple(float(v) for v in np.logspace(-3, 3, 5))
+PAPER_SIGMA2 = tuple(float(v) for v in np.logspace(-3, 3, 20))
 
 
 def covariance_sqrt(ctx, graph, which: str, kind: str, n: int, beta: float = 1.0, shift: float = 1.0):
@@ -33,45 +32,71 @@ def covariance_sqrt(ctx, graph, which: str, kind: str, n: int, beta: float = 1.0
     return HeatRoot(graph, beta, shift)
 
 
-def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None, select_lam=True):
-    """Fit on split.train (centred by the global training mean); values at the test entries and
-    full-row scores for the distinct test rows (the ratings task's ranking convention)."""
+def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None):
+    """Fit eq. 11 on split.train minus its offset (regularised row + column biases, or the global
+    mean); values at the test entries and full-row scores for the distinct test rows (the ratings
+    task's ranking convention). With select='inner-cv', σ² (and λ when the model has it) are chosen
+    on ``inner_rounds`` of ``inner_folds`` inner folds of the training ratings."""
     train = sp.coo_matrix(split.train)
-    mu = float(train.data.mean())
+    train.sum_duplicates()
     GM = covariance_sqrt(ctx, split.row_graph, "rows", params.row_cov, train.shape[0], params.beta, params.shift)
     GN = covariance_sqrt(ctx, split.col_graph, "cols", params.col_cov, train.shape[1], params.beta, params.shift)
 
-    def fit(tr, lam_, s2):
-        c = sp.coo_matrix((tr.data - mu, (tr.row, tr.col)), shape=tr.shape)
-        return fit_mvgp(c, GM, GN, sigma2=s2, lam=lam_, frob=frob, max_rank=params.max_rank,
-                        fixed_rank=fixed_rank, grow_block=params.grow_block, ftol=1e-8, rng=ctx.rng)
+    def fit(idx, option):
+        """(factors, offset) fitted on the training entries idx (the offset too: no leak into validation)."""
+        part = sp.coo_matrix((train.data[idx], (train.row[idx], train.col[idx])), shape=train.shape)
+        if params.center == "biases":
+            off = fit_biases(part)
+        else:
+            off = Biases(float(part.data.mean()), np.zeros(train.shape[0]), np.zeros(train.shape[1]))
+        c = sp.coo_matrix((part.data - off.at(part.row, part.col), (part.row, part.col)), shape=train.shape)
+        f = fit_mvgp(c, GM, GN, sigma2=option.sigma2, lam=getattr(option, "lam", lam), frob=frob,
+                     max_rank=option.max_rank, fixed_rank=fixed_rank, grow_block=option.grow_block, ftol=1e-8,
+                     rng=np.random.default_rng(0))
+        return f, off
 
-    lam_, s2 = lam, params.sigma2
+    diagnostics = {}
     if params.select == "inner-cv":
-        val = ctx.rng.random(train.nnz) < 0.1
-        tr = sp.coo_matrix((train.data[~val], (train.row[~val], train.col[~val])), shape=train.shape)
-        best = None
-        lam_grid, s2_grid, s2_kpmf = GRIDS[params.grid]
-        s2_grid = s2_kpmf if fixed_rank is not None else s2_grid
-        for l_ in (lam_grid if lam > 0 and select_lam else (lam,)):
-            for s_ in s2_grid:
-                f = fit(tr, l_, s_)
-                e = np.einsum("ij,ij->i", f["Z"][train.row[val]], f["W"][train.col[val]]) + mu - train.data[val]
-                if best is None or e @ e < best[0]:
-                    best = (e @ e, l_, s_)
-        lam_, s2 = best[1], best[2]
-    f = fit(train, lam_, s2)
-    values = np.einsum("ij,ij->i", f["Z"][split.test_rows], f["W"][split.test_cols]) + mu
+        ids = inner_fold_ids(train.nnz, params.inner_folds, ctx.rng)
+        ids[ids >= params.inner_rounds] = -1
+
+        def evaluate(option, tr, val):
+            f, off = fit(tr, option)
+            r, c = train.row[val], train.col[val]
+            e = np.einsum("ij,ij->i", f["Z"][r], f["W"][c]) + off.at(r, c) - train.data[val]
+            return float(e @ e / max(val.size, 1))
+
+        grids = {"sigma2": params.sigma2_grid}
+        if lam > 0 and hasattr(params, "lam_grid"):
+            grids["lam"] = params.lam_grid
+        choice = select(candidates(params, grids), evaluate, ids,
+                        progress=lambda f: ctx.progress(0.8 * f, "inner CV"))
+        params = choice.best
+        diagnostics.update(choice.diagnostics())
+    f, off = fit(np.arange(train.nnz), params)
+    values = np.einsum("ij,ij->i", f["Z"][split.test_rows], f["W"][split.test_cols]) + off.at(split.test_rows,
+                                                                                            split.test_cols)
     urows = np.unique(split.test_rows)
-    scores = f["Z"][urows] @ f["W"].T + mu
-    return Prediction(values=values, scores=scores,
-                      diagnostics={"rank": f["rank"], "objective": f["objective"][-1], "lambda": lam_,
-                                   "sigma2": s2, "converged": bool(f["converged"])})
+    scores = f["Z"][urows] @ f["W"].T + off.mu + off.user[urows][:, None] + off.item[None, :]
+    diagnostics.update({"rank": f["rank"], "objective": f["objective"][-1], "lambda": getattr(params, "lam", lam),
+                        "sigma2": params.sigma2, "converged": bool(f["converged"])})
+    return Prediction(values=values, scores=scores, diagnostics=diagnostics)
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Common(Params):
-    sigma2: float = param(1.0, "noise variance σ² (eq. 11)", Interval(0, None, "neither"))
+class _Common(InnerCVParams):
+    select: str = param("inner-cv", "'inner-cv': choose σ² (and λ) from sigma2_grid (× lam_grid) by inner "
+                        "cross-validation on the training ratings; 'none': use sigma2 (and lam) as given",
+                        Options("none", "inner-cv"))
+    inner_rounds: int = param(1, "inner folds actually validated (1 = one holdout of 1/inner_folds of the "
+                              "training ratings; inner_folds = full inner cross-validation)", Interval(1, None))
+    sigma2: float = param(0.1, "noise variance σ² (eq. 11; select=none)", Interval(0, None, "neither"))
+    sigma2_grid: tuple[float, ...] = param(PAPER_SIGMA2[8:10],
+                                           "candidate σ² (select=inner-cv); the paper's grid is 20 values "
+                                           "log-spaced in [1e-3, 1e3] (PAPER_SIGMA2)")
+    center: str = param("biases", "offset removed before the GP fit: regularised row + column 'biases' "
+                        "(Koren 2010; `recommenders.fit_biases`) or the 'global' mean (the paper)",
+                        Options("biases", "global"))
     row_cov: str = param("diffusion", "row covariance C_M: 'diffusion' exp(−𝓛)+I of row_graph, or 'identity'",
                          Options("diffusion", "identity"))
     col_cov: str = param("diffusion", "column covariance C_N: 'diffusion' of col_graph, or 'identity'",
@@ -82,28 +107,29 @@ class _Common(Params):
     max_rank: int = param(50, "largest rank of B the solver grows to", Interval(1, None))
     grow_block: int = param(5, "factors added per rank-growth step (top singular pairs of −∇ above λ)",
                             Interval(1, None))
-    select: str = param("fixed", "'fixed' uses lam and sigma2 as given; 'inner-cv' picks λ and σ² on the "
-                        "log grid named by `grid` by RMSE on a 10% validation split of the training ratings",
-                        Options("fixed", "inner-cv"))
-    grid: str = param("coarse", "grid for select=inner-cv: 'paper' (λ 5 and σ² 20 log-spaced values in "
-                      "[1e-3, 1e3], 100 fits) or 'coarse' (paper grid points λ ∈ {31.6, 1000}, "
-                      "σ² ∈ {0.0183, 0.0785}; KPMF σ² ∈ {2.98, 12.7})",
-                      Options("coarse", "paper"))
 
 
 @dataclass(frozen=True, kw_only=True)
 class MVGPParams(_Common):
-    pass
+    sigma2: float = param(2.98, "noise variance σ² (eq. 11; select=none)", Interval(0, None, "neither"))
+    sigma2_grid: tuple[float, ...] = param(PAPER_SIGMA2[10:13],
+                                           "candidate σ² (select=inner-cv); without the nuclear norm the "
+                                           "fit is full rank and needs the larger σ² of the paper's grid "
+                                           "(σ² ≤ 0.7 overfits: RMSE above the bias model on MovieLens)")
 
 
 @dataclass(frozen=True, kw_only=True)
 class TraceGPParams(_Common):
-    lam: float = param(1.0, "nuclear-norm weight λ (eq. 10)", Interval(0, None, "neither"))
+    lam: float = param(1.0, "nuclear-norm weight λ (eq. 10; select=none)", Interval(0, None, "neither"))
+    lam_grid: tuple[float, ...] = param(PAPER_LAMBDA[3:4], "candidate λ (select=inner-cv; the paper's 5 "
+                                        "values log-spaced in [1e-3, 1e3] are PAPER_LAMBDA)")
 
 
 @dataclass(frozen=True, kw_only=True)
 class ConMVGPParams(_Common):
-    lam: float = param(1.0, "nuclear-norm weight λ (eq. 10)", Interval(0, None, "neither"))
+    lam: float = param(1.0, "nuclear-norm weight λ (eq. 10; select=none)", Interval(0, None, "neither"))
+    lam_grid: tuple[float, ...] = param(PAPER_LAMBDA[3:4], "candidate λ (select=inner-cv; the paper's 5 "
+                                        "values log-spaced in [1e-3, 1e3] are PAPER_LAMBDA)")
 
 
 @register
@@ -112,7 +138,7 @@ class MVGP(Algorithm):
     name = "mvgp"
     tasks = frozenset({"ratings"})
     Params = MVGPParams
-    version = "4"
+    version = "6"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: its own σ² grid
 
     def run(self, split, params, ctx):
         return predict_split(split, params, ctx, lam=0.0, frob=1.0)
@@ -124,7 +150,7 @@ class TraceGP(Algorithm):
     name = "trace-gp"
     tasks = frozenset({"ratings"})
     Params = TraceGPParams
-    version = "4"
+    version = "5"  # v5: bias offsets, shared inner-CV vocabulary by default
 
     def run(self, split, params, ctx):
         return predict_split(split, params, ctx, lam=params.lam, frob=0.0)
@@ -136,7 +162,7 @@ class ConMVGP(Algorithm):
     name = "con-mvgp"
     tasks = frozenset({"ratings"})
     Params = ConMVGPParams
-    version = "4"
+    version = "5"  # v5: bias offsets, shared inner-CV vocabulary by default
 
     def run(self, split, params, ctx):
         return predict_split(split, params, ctx, lam=params.lam, frob=1.0)
