@@ -103,7 +103,7 @@ def test_registered_baselines_return_full_ranking_rows():
     np.testing.assert_allclose(base.run(split, base.Params(), ctx).values, b.at(tr, tc))
 
 
-RATINGS_MODELS = ("biased-mf", "pmf", "pcsa", "pcsa-sparse", "kpmf", "con-mvgp", "trace-gp", "mvgp")
+RATINGS_MODELS = ("biased-mf", "pmf", "pcsa", "pcsa-sparse", "kpmf", "con-mvgp", "trace-gp", "mvgp", "pma-map")
 
 
 @pytest.fixture(scope="module")
