@@ -378,6 +378,8 @@ def laplacian(W) -> sp.csr_matrix:
 
 def normalized_adjacency(W) -> sp.csr_matrix:
     """S = D^{-1/2} W D^{-1/2}; L_s = I − S (eq. 3.4). Isolated points get a zero row."""
+    W = sp.csr_matrix(W)
     d = degrees(W)
     inv = np.where(d > 0, 1.0 / np.sqrt(np.where(d > 0, d, 1.0)), 0.0)
-    return (sp.diags(inv) @ W @ sp.diags(inv)).tocsr()
+    rows = np.repeat(np.arange(W.shape[0]), np.diff(W.indptr))
+    return sp.csr_matrix((W.data * inv[rows] * inv[W.indices], W.indices.copy(), W.indptr.copy()), shape=W.shape)

@@ -38,7 +38,8 @@ SIGNIFICANT = 1e-12
 an RBF weight of 1e-73 beside a degree of 1 vanishes in floating point (1 + 1e-73 = 1)."""
 
 
-def _factor(A: sp.spmatrix, anchor: np.ndarray | None = None, precondition: str = "multigrid"):
+def _factor(A: sp.spmatrix, anchor: np.ndarray | None = None, precondition: str = "multigrid",
+            rtol: float | None = None):
     """A solver for the symmetric positive (semi)definite A (`solvers.factor`).
 
     anchor : (n,) ≥ 0, how strongly each row is tied to a label (its coupling to the labelled
@@ -62,7 +63,7 @@ def _factor(A: sp.spmatrix, anchor: np.ndarray | None = None, precondition: str 
         loose = ~reached[comp]
         if loose.any():
             A = sp.csr_matrix(A + sp.diags(JITTER * np.where(d > 0, d, 1.0) * loose))
-    return solvers.factor(A, precondition)
+    return solvers.factor(A, precondition, rtol)
 
 
 def _coupling(B) -> np.ndarray:
@@ -76,10 +77,12 @@ def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
     return Y
 
 
-def gaussian_fields(W, labeled, Y_l) -> np.ndarray:
+def gaussian_fields(W, labeled, Y_l, rtol: float | None = None) -> np.ndarray:
     """Harmonic solution of Gaussian fields (Zhu et al. 2003), eq. 3.8.
 
     .. math:: f_u = (D_{uu} - W_{uu})^{-1} W_{u\\ell} y_\\ell,\\quad f_\\ell = y_\\ell
+
+    rtol : relative residual of an iterative solve (None: `solvers.CG_RTOL`).
     """
     W = sp.csr_matrix(W)
     n = W.shape[0]
@@ -89,7 +92,7 @@ def gaussian_fields(W, labeled, Y_l) -> np.ndarray:
     if unl.size:
         L = laplacian(W)
         Wul = W[unl][:, lab]
-        F[unl] = _factor(L[unl][:, unl], _coupling(Wul)).solve(np.asarray(Wul @ Y_l))
+        F[unl] = _factor(L[unl][:, unl], _coupling(Wul), rtol=rtol).solve(np.asarray(Wul @ Y_l))
     return F
 
 
@@ -153,11 +156,11 @@ def tikhonov(W, labeled, Y_l, gamma: float) -> np.ndarray:
     return G + np.outer(g1, mu)
 
 
-def local_global_consistency(W, labeled, Y_l, alpha: float) -> np.ndarray:
+def local_global_consistency(W, labeled, Y_l, alpha: float, rtol: float | None = None) -> np.ndarray:
     """Fixed point of LGC (Zhou et al. 2004), eq. 3.15: F = (1−α)(I − αS)⁻¹Y, S = D^{-1/2}WD^{-1/2}.
 
     Y is the one-hot label on labelled rows and 0 elsewhere. I − αS has condition number
-    ≤ (1+α)/(1−α), so large graphs use Jacobi-preconditioned CG.
+    ≤ (1+α)/(1−α), so large graphs use plain CG on the operator P ↦ P − αSP (never formed).
 
     With S = Σ_k λ_k v_k v_kᵀ (λ_1 = 1, v_1 ∝ D^{1/2}1 on a connected graph),
     F = Σ_k (1−α)/(1−αλ_k) v_k v_kᵀ Y: as α → 1 the k = 1 term (weight 1, the others shrink like
@@ -170,8 +173,12 @@ def local_global_consistency(W, labeled, Y_l, alpha: float) -> np.ndarray:
     lab, _ = _split(n, labeled)
     Y = np.zeros((n, Y_l.shape[1]))
     Y[lab] = Y_l
-    A = sp.identity(n) - alpha * normalized_adjacency(W)
-    return (1 - alpha) * _factor(A, precondition="jacobi").solve(Y)
+    S = normalized_adjacency(W)
+    if n < solvers.ITERATIVE_MIN_ROWS:
+        return (1 - alpha) * solvers.DirectSolver(sp.identity(n) - alpha * S).solve(Y)
+    # I − αS has unit diagonal (Jacobi is the identity) and κ ≤ (1+α)/(1−α): plain CG, never formed
+    cg = solvers.ConjugateGradients(lambda P: P - alpha * (S @ P), None, solvers.CG_RTOL if rtol is None else rtol)
+    return (1 - alpha) * cg.solve(Y)
 
 
 def lgc_limit_class(W, labeled, y_l, n_classes: int) -> int:

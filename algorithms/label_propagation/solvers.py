@@ -52,13 +52,14 @@ def is_m_matrix(A: sp.spmatrix) -> bool:
     return bool(np.all(A.data[off] <= 0))
 
 
-def factor(A: sp.spmatrix, precondition: str = "multigrid"):
-    """A solver for the symmetric positive definite A (see the module docstring for the choice)."""
+def factor(A: sp.spmatrix, precondition: str = "multigrid", rtol: float | None = None):
+    """A solver for the symmetric positive definite A (see the module docstring for the choice);
+    ``rtol`` overrides ``CG_RTOL`` for an iterative solve."""
     A = sp.csr_matrix(A)
     if A.shape[0] < ITERATIVE_MIN_ROWS or not is_m_matrix(A):
         return DirectSolver(A)
     M = Multigrid(A) if precondition == "multigrid" else Jacobi(A)
-    return ConjugateGradients(A, M)
+    return ConjugateGradients(A, M, CG_RTOL if rtol is None else rtol)
 
 
 class DirectSolver:
@@ -95,10 +96,16 @@ class Jacobi:
 
 
 class ConjugateGradients:
-    """Preconditioned CG on all columns of B at once (each column its own step sizes), starting at 0."""
+    """Preconditioned CG on all columns of B at once (each column its own step sizes), starting at 0.
 
-    def __init__(self, A: sp.spmatrix, precondition, rtol: float = CG_RTOL, maxiter: int = CG_MAXITER):
-        self.A, self.M, self.rtol, self.maxiter = sp.csr_matrix(A), precondition, rtol, maxiter
+    A : a sparse SPD matrix, or a function P ↦ A P on (n, c) blocks (A never formed)
+    precondition : a function R ↦ M⁻¹ R, or None
+    """
+
+    def __init__(self, A, precondition=None, rtol: float = CG_RTOL, maxiter: int = CG_MAXITER):
+        self.matvec = A if callable(A) and not sp.issparse(A) else sp.csr_matrix(A).__matmul__
+        self.M = precondition if precondition is not None else (lambda R: R.copy())
+        self.rtol, self.maxiter = rtol, maxiter
         self.iterations = 0
 
     def solve(self, B: np.ndarray) -> np.ndarray:
@@ -122,7 +129,7 @@ class ConjugateGradients:
             it += 1
             cols = slice(None) if active.all() else np.flatnonzero(active)  # a view while all run
             Pa = P[:, cols]
-            AP = self.A @ Pa
+            AP = self.matvec(Pa)
             step = rz[cols] / np.einsum("ij,ij->j", Pa, AP)
             X[:, cols] += Pa * step
             R[:, cols] -= AP * step
