@@ -177,7 +177,13 @@ def local_global_consistency(W, labeled, Y_l, alpha: float, rtol: float | None =
     if n < solvers.ITERATIVE_MIN_ROWS:
         return (1 - alpha) * solvers.DirectSolver(sp.identity(n) - alpha * S).solve(Y)
     # I − αS has unit diagonal (Jacobi is the identity) and κ ≤ (1+α)/(1−α): plain CG, never formed
-    cg = solvers.ConjugateGradients(lambda P: P - alpha * (S @ P), None, solvers.CG_RTOL if rtol is None else rtol)
+    def operator(P):
+        AP = S @ P
+        AP *= -alpha
+        AP += P
+        return AP
+
+    cg = solvers.ConjugateGradients(operator, None, solvers.CG_RTOL if rtol is None else rtol)
     return (1 - alpha) * cg.solve(Y)
 
 

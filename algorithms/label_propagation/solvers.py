@@ -96,16 +96,17 @@ class Jacobi:
 
 
 class ConjugateGradients:
-    """Preconditioned CG on all columns of B at once (each column its own step sizes), starting at 0.
+    """Preconditioned CG on all columns of B at once (each column its own step sizes), from 0.
 
     A : a sparse SPD matrix, or a function P ↦ A P on (n, c) blocks (A never formed)
-    precondition : a function R ↦ M⁻¹ R, or None
+    precondition : a function R ↦ M⁻¹ R, or None (plain CG)
+    Every iteration is one product with A for all columns and a few in-place block updates; a
+    converged column keeps its solution (its step is 0 from then on).
     """
 
     def __init__(self, A, precondition=None, rtol: float = CG_RTOL, maxiter: int = CG_MAXITER):
         self.matvec = A if callable(A) and not sp.issparse(A) else sp.csr_matrix(A).__matmul__
-        self.M = precondition if precondition is not None else (lambda R: R.copy())
-        self.rtol, self.maxiter = rtol, maxiter
+        self.M, self.rtol, self.maxiter = precondition, rtol, maxiter
         self.iterations = 0
 
     def solve(self, B: np.ndarray) -> np.ndarray:
@@ -114,34 +115,34 @@ class ConjugateGradients:
         B = B.reshape(shape[0], -1)
         X = np.zeros_like(B)
         R = B.copy()
-        goal = self.rtol * np.linalg.norm(B, axis=0)
-        active = np.linalg.norm(R, axis=0) > goal
-        Z = self.M(R)
+        goal = (self.rtol * np.linalg.norm(B, axis=0)) ** 2
+        rr = np.einsum("ij,ij->j", R, R)
+        active = rr > goal
+        Z = R if self.M is None else self.M(R)
+        rz = rr.copy() if self.M is None else np.einsum("ij,ij->j", R, Z)
         P = Z.copy()
-        rz = np.einsum("ij,ij->j", R, Z)
         it = 0
         while active.any():
             if it >= self.maxiter:
-                worst = float(np.max(np.linalg.norm(R, axis=0) / np.maximum(np.linalg.norm(B, axis=0), 1e-300)))
+                worst = float(np.sqrt(np.max(rr / np.maximum(np.einsum("ij,ij->j", B, B), 1e-300))))
                 raise SolveError(f"conjugate gradients did not reach relative residual {self.rtol:g} in "
                                  f"{self.maxiter} iterations (reached {worst:.2e}); the system is singular or "
                                  f"too ill-conditioned for its preconditioner")
             it += 1
-            cols = slice(None) if active.all() else np.flatnonzero(active)  # a view while all run
-            Pa = P[:, cols]
-            AP = self.matvec(Pa)
-            step = rz[cols] / np.einsum("ij,ij->j", Pa, AP)
-            X[:, cols] += Pa * step
-            R[:, cols] -= AP * step
-            active[cols] = np.einsum("ij,ij->j", R[:, cols], R[:, cols]) > goal[cols] ** 2
+            AP = self.matvec(P)
+            step = np.where(active, rz / np.where(active, np.einsum("ij,ij->j", P, AP), 1.0), 0.0)
+            X += P * step
+            AP *= step
+            R -= AP
+            rr = np.einsum("ij,ij->j", R, R)
+            active &= rr > goal
             if not active.any():
                 break
-            cols = slice(None) if active.all() else np.flatnonzero(active)
-            Ra = R[:, cols]
-            Z = self.M(Ra)
-            rz_new = np.einsum("ij,ij->j", Ra, Z)
-            P[:, cols] = Z + P[:, cols] * (rz_new / rz[cols])
-            rz[cols] = rz_new
+            Z = R if self.M is None else self.M(R)
+            rz_new = rr if self.M is None else np.einsum("ij,ij->j", R, Z)
+            P *= np.where(active, rz_new / rz, 0.0)
+            P += Z
+            rz = rz_new
         self.iterations = max(self.iterations, it)
         return X.reshape(shape)
 
