@@ -251,7 +251,10 @@ class GWEM(_GraphAlgorithm):
 @dataclass(frozen=True, kw_only=True)
 class EmbeddingParams(GraphParams):
     reg: float = param(1e-3, "LLE regulariser on the local Gram matrices (×trace)", Interval(0, None))
-    tangent_dim: int = param(1, "LTSA local tangent dimension (the embedding is 1-D, §3.5)", Interval(1, None))
+    tangent_dim: int = param(1, "LTSA local tangent dimension d of eq. 3.34's local fits (the label embedding f "
+                             "itself is 1-D per class, §3.5)", Interval(1, None))
+    tangent_dim_grid: tuple[int, ...] = param((1, 2, 4), "candidates for tangent_dim (select=inner-cv; LTSA only)",
+                                              Interval(1, None))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -324,6 +327,8 @@ class LTSALP(_Embedding):
 
     name, kind = "ltsalp", "ltsa"
     Params = _own_params(EmbeddingParams, "LTSALPParams")
+    own_grids = ("tangent_dim",)
+    version = "3"  # 3: tangent_dim joins the inner-CV grid
 
 
 @register
@@ -348,3 +353,5 @@ class LTSALPC(_ConstrainedEmbedding):
 
     name, kind = "ltsalpc", "ltsa"
     Params = _own_params(ConstrainedEmbeddingParams, "LTSALPCParams")
+    own_grids = ("alpha", "tangent_dim")
+    version = "3"  # 3: tangent_dim joins the inner-CV grid
