@@ -302,7 +302,7 @@ def ltsa_matrix(X, neighbors: np.ndarray, dim: int = 1) -> sp.csr_matrix:
     """
     n, k = neighbors.shape
     N = np.column_stack([np.arange(n), neighbors])  # (n, k+1)
-    d = min(dim, k, X.shape[1])
+    d = max(1, min(dim, k - 1, X.shape[1]))  # d ≥ k would leave I − G_iG_iᵀ = 0 (no alignment)
     if sp.issparse(X):
         # left singular vectors of the centred neighbourhood = top eigenvectors of its centred
         # Gram matrix H K_i H (H = I − 11ᵀ/(k+1)); a sparse X is never densified

@@ -328,7 +328,7 @@ class LTSALP(_Embedding):
     name, kind = "ltsalp", "ltsa"
     Params = _own_params(EmbeddingParams, "LTSALPParams")
     own_grids = ("tangent_dim",)
-    version = "3"  # 3: tangent_dim joins the inner-CV grid
+    version = "4"  # 3: tangent_dim joins the inner-CV grid; 4: d < k, ridge on a singular factor
 
 
 @register
@@ -354,4 +354,4 @@ class LTSALPC(_ConstrainedEmbedding):
     name, kind = "ltsalpc", "ltsa"
     Params = _own_params(ConstrainedEmbeddingParams, "LTSALPCParams")
     own_grids = ("alpha", "tangent_dim")
-    version = "3"  # 3: tangent_dim joins the inner-CV grid
+    version = "4"  # 3: tangent_dim joins the inner-CV grid; 4: d < k, ridge on a singular factor

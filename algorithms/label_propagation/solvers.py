@@ -38,6 +38,9 @@ CG_MAXITER = 2000
 COARSE_ROWS = 1500
 """Multigrid levels are added until the coarsest has at most this many rows (then an LU)."""
 SMOOTHING_STEPS = 2
+RIDGE = 1e-10
+"""Ridge (relative to the unit diagonal of the scaled system) added when a sparse LU finds A exactly
+singular: the minimum-change regularised solution instead of a failure."""
 JACOBI_DAMPING = 2.0 / 3.0
 
 
@@ -74,9 +77,15 @@ class DirectSolver:
         d = np.abs(A.diagonal())
         self.scale = 1.0 / np.sqrt(np.where(d > 0, d, 1.0))
         S = sp.diags(self.scale)
+        A = sp.csc_matrix(S @ A @ S)  # unit diagonal
+        self.ridge = 0.0
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", sp.SparseEfficiencyWarning)
-            self.lu = spla.splu(sp.csc_matrix(S @ A @ S))
+            try:
+                self.lu = spla.splu(A)
+            except RuntimeError:  # exactly singular: a null space the labels do not pin (LTSA, LLE)
+                self.ridge = RIDGE
+                self.lu = spla.splu(sp.csc_matrix(A + RIDGE * sp.identity(A.shape[0])))
 
     def solve(self, B: np.ndarray) -> np.ndarray:
         B = np.asarray(B, dtype=float)

@@ -6,9 +6,11 @@ Fairness:
   * scikit-learn gets the graph in its best form: our sparse CSR matrix through a callable kernel
     (it then runs its sparse iterations), max_iter unlimited, its default tol = 1e-3;
   * "the same tolerance" means the same accuracy: each solution's relative error against the exact
-    one (row-normalised label distributions, ‖F − F*‖/‖F*‖; F* from our solver at rtol 1e-12) is
-    printed, and ours is timed at the loosest CG tolerance of 1e-2, 1e-3, ... whose error is at most
-    scikit-learn's (column 'matched'), as well as at our default tolerance;
+    one F* (our solver at rtol 1e-12) is printed, ‖(F̂ − F̂*) ⊙ s*‖/‖F*‖ with F̂ the row-normalised
+    label distributions scikit-learn returns and s* the row sums of F* (so rows weigh by their mass,
+    as in ‖F − F*‖; rows far from every label, whose F* ~ α^distance, do not dominate); ours is timed
+    at the loosest CG tolerance of 1e-2, 1e-3, ... whose error is at most scikit-learn's (column
+    'matched'), and at our default tolerance;
   * every cost a user pays is inside the timings: the graph (built once, printed separately, the same
     for both), scikit-learn's graph normalisation and iterations, our Laplacian / slicing,
     preconditioner set-up and CG;
@@ -67,7 +69,13 @@ def one(kind: str, n: int) -> dict:
             return m.gaussian_fields(W, lab, Yl, rtol=rtol)
         return m.local_global_consistency(W, lab, Yl, ALPHA, rtol=rtol)
 
-    exact = normalised(ours(1e-12))
+    exact_raw = ours(1e-12)
+    exact = normalised(exact_raw)
+    mass = exact_raw.sum(1, keepdims=True)
+
+    def error(F_normalised):
+        return float(np.linalg.norm((F_normalised - exact) * mass) / np.linalg.norm(exact_raw))
+
     out = {"kind": kind, "n": n, "graph_seconds": t_graph, "edges": int(W.nnz // 2)}
 
     reps = max(1, int(2e6 // W.nnz))
@@ -86,22 +94,22 @@ def one(kind: str, n: int) -> dict:
     model.fit(X, y_in)
     out["sklearn_seconds"] = time.perf_counter() - t0
     out["sklearn_iterations"] = int(model.n_iter_)
-    out["sklearn_error"] = float(np.linalg.norm(model.label_distributions_ - exact) / np.linalg.norm(exact))
+    out["sklearn_error"] = error(model.label_distributions_)
     sk_labels = model.transduction_
 
     for rtol in RTOLS:  # the loosest tolerance at least as accurate as scikit-learn
         t0 = time.perf_counter()
         F = ours(rtol)
         seconds = time.perf_counter() - t0
-        error = float(np.linalg.norm(normalised(F) - exact) / np.linalg.norm(exact))
-        if error <= out["sklearn_error"] or rtol == RTOLS[-1]:
-            out.update(matched_rtol=rtol, matched_seconds=seconds, matched_error=error,
+        err = error(normalised(F))
+        if err <= out["sklearn_error"] or rtol == RTOLS[-1]:
+            out.update(matched_rtol=rtol, matched_seconds=seconds, matched_error=err,
                        agree_labels=float(np.mean(F.argmax(1) == sk_labels)))
             break
     t0 = time.perf_counter()
     F = ours(None)
     out["default_seconds"] = time.perf_counter() - t0
-    out["default_error"] = float(np.linalg.norm(normalised(F) - exact) / np.linalg.norm(exact))
+    out["default_error"] = error(normalised(F))
     unl = np.setdiff1d(np.arange(n), lab)
     out["test_error"] = float(np.mean(F.argmax(1)[unl] != y[unl]))
     out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
