@@ -90,6 +90,8 @@ class _GraphAlgorithm(Algorithm):
         choice = select(options, inner_error, ids,
                         progress=lambda f: ctx.progress(0.9 * f, "inner cross-validation"))
         diag.update(choice.diagnostics())
+        for name, value in diag["selected"].items():  # flat numbers too: the store keeps scalar diagnostics
+            diag[f"selected_{name}"] = value
         return choice.best, lists_k
 
     def run(self, split, params, ctx):
