@@ -4,14 +4,18 @@
 #  * one kNN graph per dataset from malt.graphs: union-symmetrised ("(x_i, x_j) ∈ E whenever
 #    (x_j, x_i) ∈ E", the thesis's own kNN rule, §6.4), RBF weights exp(-d²/2σ²) with σ the median
 #    kNN distance on UCI sets; cosine kNN with cosine-similarity weights on the tf-idf text sets
-#    (TEXT_PARAMS: metric=cosine weight=similarity; datasets/text.py TFIDF pipeline);
+#    (TEXT_PARAMS: metric=cosine weight=similarity; datasets/text.py TFIDF pipeline: headers dropped
+#    except Subject, stop words, df in [max(2, 0.2 %), 15 %], tf·log(n/df), unit rows);
 #  * every method's parameters chosen by 5-fold inner CV on the labelled points only
 #    (GLP_PARAMS: select=inner-cv, malt.selection; k from k_grid = 10,5,20,3 and each method's own
-#    <name>_grid at its defaults). select=inner-cv and this k_grid are settings of these targets, not
-#    the algorithms' defaults (those stay select=none, k = 10: one fit per unit);
+#    <name>_grid at its defaults: α for lgc/lnp, γ for tikreg, walk length for gwem, embedding size
+#    and SVM C for ck (an RBF-kernel SVM, as the thesis), the local tangent dimension for ltsalp).
+#    select=inner-cv and this k_grid are settings of these targets, not the algorithms' defaults
+#    (those stay select=none, k = 10: one fit per unit). LNP solves the fixed point of eq. 3.19
+#    directly (its default; solver=iterate runs the thesis's sweeps to the same answer);
 #  * unscaled UCI features, as the thesis used them (its ~30 % Wine errors are those of the unscaled
 #    features, dominated by proline); fig-3-4-scaled repeats Figure 3.4 with standardised features.
-# GLP_PARAMS= runs the algorithms' defaults instead.
+# GLP_PARAMS= runs the algorithms' defaults instead. CVFLAGS=--jobs=2 runs two units at a time.
 
 F34_ALGOS = gf gwem lnp lgc tikreg ck ltsalp
 F33_ALGOS = lelp lelpc llelp llelpc ltsalp ltsalpc
