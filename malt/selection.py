@@ -84,11 +84,12 @@ class Selection:
     better: str = "lower"
 
     def diagnostics(self) -> dict[str, Any]:
-        """What was chosen and how well it did, for ``Prediction.diagnostics``."""
+        """What was chosen and how well it did, for ``Prediction.diagnostics``: ``selected`` (name ->
+        value) and, for `malt show --diagnostics`, each numeric choice as ``selected_<name>``."""
         chosen = {name: getattr(self.best, name) for name in self.varied}
-        return {"selected": chosen, "inner_cv_score": float(np.min(self.scores) if self.better == "lower"
-                                                            else np.max(self.scores)),
-                "inner_cv_candidates": len(self.candidates)}
+        best = float(np.min(self.scores) if self.better == "lower" else np.max(self.scores))
+        flat = {f"selected_{k}": v for k, v in chosen.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        return {"selected": chosen, **flat, "inner_cv_score": best, "inner_cv_candidates": len(self.candidates)}
 
 
 def select(options: Sequence[Params], evaluate: Callable[[Params, np.ndarray, np.ndarray], float],

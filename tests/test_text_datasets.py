@@ -80,3 +80,65 @@ def test_asrs_labels_match_the_published_positives_per_category():
     assert data["docs"].shape[0] == 944
     assert data["Y"].sum(axis=0).astype(int).tolist() == positives
     assert np.all(data["Y"][np.arange(944), [int(c.split()[1]) - 1 for c in np.array(data.meta["classes"])[data["y"]]]] == 1)
+
+
+FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures" / "text"
+
+
+@pytest.mark.timeout(30)
+def test_tfidf_pipeline_on_a_fixture_computed_by_hand():
+    """The X pipeline (TFIDF) on 20 tiny posts: headers dropped except the Subject line, stop words
+    out, words kept in 2..3 documents (max(2, 0.2 %) and 15 % of 20), tf·ln(n/df), unit rows.
+
+    Hand count: rocket in posts 0, 2; orbit in 0, 1, 3 (also in the Organization header of 5, 6,
+    which must not count); fruit and basket only in the Subject lines of 12, 13; hello and note
+    in every Subject (dropped, df 20 > 3); the, is, and are stop words; single-document words drop.
+    """
+    from malt.datasets.text import TFIDF, _strip_headers, tfidf_vectors
+
+    posts = (FIXTURES / "posts.txt").read_text().split("%%\n")
+    X, words = tfidf_vectors([_strip_headers(p) for p in posts])
+    assert words == 11  # basket belief faith fruit god homer inning launch orbit pitcher rocket
+    assert X.shape == (20, 11)
+    ln = np.log
+    expected0 = np.array([2 * ln(20 / 2), 1 * ln(20 / 3)])  # post 0: rocket ×2, orbit ×1
+    row0 = X[0].toarray().ravel()
+    np.testing.assert_allclose(np.sort(row0[row0 > 0]), np.sort(expected0 / np.linalg.norm(expected0)))
+    row5 = X[5].toarray().ravel()  # "inning homer": orbit of its header must not appear
+    np.testing.assert_allclose(np.sort(row5[row5 > 0]), [2 ** -0.5, 2 ** -0.5])
+    row12 = X[12].toarray().ravel()  # "apple" (df 1, dropped) + Subject "fruit basket"
+    np.testing.assert_allclose(np.sort(row12[row12 > 0]), [2 ** -0.5, 2 ** -0.5])
+    assert X[14].nnz == 0  # "cherry" alone: an empty row stays zero
+    np.testing.assert_allclose(sp.linalg.norm(X[:11], axis=1), 1.0)
+    assert TFIDF["version"] >= 1 and TFIDF["max_df"] == 0.15
+
+
+@pytest.mark.timeout(30)
+def test_smart_reader_keeps_title_and_abstract_only():
+    from malt.datasets.text import smart_documents
+
+    docs = smart_documents((FIXTURES / "tiny.smart").read_text().splitlines())
+    assert docs == ["rocket design\nrocket orbit study\n", "", "blood cells\n"]
+    assert smart_documents((FIXTURES / "tiny.smart").read_text().splitlines(), "A")[:2] == ["smith\n", "jones\n"]
+
+
+def test_classic3_tfidf_rows_line_up_with_the_count_matrix():
+    """X of Classic3 comes from the raw abstracts; its rows are the count matrix's documents (the
+    two empty Cranfield abstracts dropped): row by row, the two share most of their words."""
+    data, _ = _load("classic3", "text/classic3/classic3.csv.gz", "text/classic3/med.all.gz")
+    X, docs = data["X"], data["docs"]
+    assert X.shape[0] == docs.shape[0] == 3891 and data.meta["raw_documents"] == 3893
+    assert data.meta["tfidf_words"] == X.shape[1] and data.meta["tfidf"]["version"] == 1
+    np.testing.assert_allclose(sp.linalg.norm(X, axis=1), 1.0)
+    from malt.datasets.text import classic3_alignment, classic3_texts
+
+    texts, raw_y = classic3_texts(DataRoots([require_data("text/classic3/med.all.gz")]))
+    assert np.bincount(raw_y).tolist() == [1033, 1460, 1400]
+    every_field, _ = classic3_texts(DataRoots([require_data("text/classic3/med.all.gz")]), "TABW")
+    order = classic3_alignment(docs, data["vocab"], data["y"], every_field, raw_y)
+    assert np.unique(order).size == 3891 and set(np.setdiff1d(np.arange(3893), order)) == {2493 + 470, 2493 + 994}
+    vocab = np.array(data["vocab"])
+    for row in (0, 1500, 3890):  # a MEDLINE, a CISI and the last CRANFIELD row
+        raw = set(re.findall("[a-z]{2,}", every_field[order[row]].lower()))
+        counted = set(vocab[docs[row].indices])
+        assert len(counted & raw) >= 0.9 * len(counted), row

@@ -18,7 +18,9 @@ import scipy.sparse.linalg as spla
 
 from malt.errors import DataError
 
-from .graph import degrees, laplacian, normalized_adjacency
+from malt.graphs import degrees, laplacian, normalized_adjacency
+
+from . import solvers
 
 JITTER = 1e-10
 """Relative ridge on the diagonal of graph components that no label reaches (else singular)."""
@@ -31,70 +33,42 @@ def _split(n: int, labeled) -> tuple[np.ndarray, np.ndarray]:
     return labeled, np.flatnonzero(~mask)
 
 
-CG_MIN_ROWS = 2000
-"""From this many rows a symmetric positive definite system is solved by conjugate gradients: kNN
-graphs of text (cosine, hub documents) are expanders, whose sparse LU fills in almost densely
-(Different1000: 42k non-zeros, 2.9M in L+U, ~1 s per factorisation against ~0.01 s for CG)."""
-CG_RTOL = 1e-10
+SIGNIFICANT = 1e-12
+"""A coupling a_ij counts as an edge for the connectivity check when |a_ij| > SIGNIFICANT·√(a_ii a_jj):
+an RBF weight of 1e-73 beside a degree of 1 vanishes in floating point (1 + 1e-73 = 1)."""
 
 
-class _ConjugateGradients:
-    """Jacobi-preconditioned CG for SPD A, one column at a time (``.solve`` like a factorisation).
-    When a column has not converged after ``maxiter`` steps (ill-conditioned graphs of
-    low-dimensional manifolds, where the LU fills in little), A is factorised by sparse LU and
-    that column and all later ones are solved with it."""
+def _factor(A: sp.spmatrix, anchor: np.ndarray | None = None, precondition: str = "multigrid",
+            rtol: float | None = None):
+    """A solver for the symmetric positive (semi)definite A (`solvers.factor`).
 
-    def __init__(self, A: sp.spmatrix, maxiter: int = 300):
-        self.A = sp.csr_matrix(A)
-        d = self.A.diagonal()
-        self.M = sp.diags(1.0 / np.where(d > 0, d, 1.0))
-        self.maxiter = maxiter
-        self._lu = None
-
-    def solve(self, B: np.ndarray) -> np.ndarray:
-        B = np.asarray(B, dtype=float)
-        cols = B.reshape(B.shape[0], -1)
-        X = np.empty_like(cols)
-        for j in range(cols.shape[1]):  # a handful of right-hand sides (classes + 1)
-            if self._lu is not None:
-                X[:, j] = self._lu.solve(cols[:, j])
-                continue
-            X[:, j], info = spla.cg(self.A, cols[:, j], rtol=CG_RTOL, atol=0.0, maxiter=self.maxiter, M=self.M)
-            if info != 0:
-                self._lu = spla.splu(sp.csc_matrix(self.A))
-                X[:, j] = self._lu.solve(cols[:, j])
-        return X.reshape(B.shape)
-
-
-def _factor(A: sp.spmatrix, anchored: np.ndarray | None = None, spd: bool = False):
-    """Sparse LU of A, or for a symmetric positive definite A (``spd``) with at least
-    ``CG_MIN_ROWS`` rows, conjugate gradients to relative residual ``CG_RTOL``.
-
-    anchored : (n,) bool, the rows tied to a label. A connected component of A's pattern without
-    such a row is singular (a graph piece no label reaches); only its diagonal gets a relative
-    jitter ``JITTER``, so its scores come out ≈ 0 and every other component is solved exactly.
+    anchor : (n,) ≥ 0, how strongly each row is tied to a label (its coupling to the labelled
+    points, or its label penalty). A connected component of A's numerically significant pattern
+    (``SIGNIFICANT``) without a significantly anchored row is singular in floating point (a graph
+    piece no label reaches, or one joined to the rest only by underflowing weights); only its
+    diagonal gets a relative jitter ``JITTER``, so its scores come out ≈ 0 and every other
+    component is solved as given.
     """
-    A = sp.csc_matrix(A)
-    if anchored is not None and A.shape[0]:
+    A = sp.csr_matrix(A)
+    if anchor is not None and A.shape[0]:
         from scipy.sparse.csgraph import connected_components
 
-        n_comp, comp = connected_components(A, directed=False)
+        d = np.abs(A.diagonal())
+        C = A.tocoo()
+        keep = (C.row != C.col) & (np.abs(C.data) > SIGNIFICANT * np.sqrt(d[C.row] * d[C.col]))
+        pattern = sp.csr_matrix((np.ones(keep.sum()), (C.row[keep], C.col[keep])), shape=A.shape)
+        n_comp, comp = connected_components(pattern, directed=False)
         reached = np.zeros(n_comp, bool)
-        reached[comp[anchored]] = True
+        reached[comp[np.asarray(anchor) > SIGNIFICANT * np.maximum(d, 1e-300)]] = True
         loose = ~reached[comp]
         if loose.any():
-            scale = max(float(abs(A.diagonal()).max()), 1.0)
-            A = sp.csc_matrix(A + sp.diags(JITTER * scale * loose.astype(float)))
-    if spd and A.shape[0] >= CG_MIN_ROWS:
-        return _ConjugateGradients(A)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", sp.SparseEfficiencyWarning)
-        return spla.splu(A)
+            A = sp.csr_matrix(A + sp.diags(JITTER * np.where(d > 0, d, 1.0) * loose))
+    return solvers.factor(A, precondition, rtol)
 
 
-def _touches(B) -> np.ndarray:
-    """Rows of B with a non-zero entry."""
-    return np.asarray(abs(sp.csr_matrix(B)).sum(axis=1)).ravel() > 0
+def _coupling(B) -> np.ndarray:
+    """Σ_j |b_ij| of every row of B (a row's tie to the labelled points)."""
+    return np.asarray(abs(sp.csr_matrix(B)).sum(axis=1)).ravel()
 
 
 def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
@@ -103,10 +77,12 @@ def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
     return Y
 
 
-def gaussian_fields(W, labeled, Y_l) -> np.ndarray:
+def gaussian_fields(W, labeled, Y_l, rtol: float | None = None) -> np.ndarray:
     """Harmonic solution of Gaussian fields (Zhu et al. 2003), eq. 3.8.
 
     .. math:: f_u = (D_{uu} - W_{uu})^{-1} W_{u\\ell} y_\\ell,\\quad f_\\ell = y_\\ell
+
+    rtol : relative residual of an iterative solve (None: `solvers.CG_RTOL`).
     """
     W = sp.csr_matrix(W)
     n = W.shape[0]
@@ -116,7 +92,7 @@ def gaussian_fields(W, labeled, Y_l) -> np.ndarray:
     if unl.size:
         L = laplacian(W)
         Wul = W[unl][:, lab]
-        F[unl] = _factor(L[unl][:, unl], _touches(Wul), spd=True).solve(np.asarray(Wul @ Y_l))
+        F[unl] = _factor(L[unl][:, unl], _coupling(Wul), rtol=rtol).solve(np.asarray(Wul @ Y_l))
     return F
 
 
@@ -132,7 +108,7 @@ def embedding_lp(M, labeled, Y_l) -> np.ndarray:
     F[lab] = Y_l
     if unl.size:
         Mul = M[unl][:, lab]
-        F[unl] = -_factor(M[unl][:, unl], _touches(Mul), spd=True).solve(np.asarray(Mul @ Y_l))
+        F[unl] = -_factor(M[unl][:, unl], _coupling(Mul)).solve(np.asarray(Mul @ Y_l))
     return F
 
 
@@ -151,7 +127,7 @@ def constrained_embedding_lp(M, labeled, Y_l, alpha: float, a=None) -> np.ndarra
     a = np.ones(n) if a is None else np.asarray(a, dtype=float)
     Ik = np.zeros(n)
     Ik[lab] = 1.0
-    lu = _factor(M + alpha * sp.diags(Ik), Ik > 0, spd=True)
+    lu = _factor(M + alpha * sp.diags(Ik), alpha * Ik)
     Yhat = np.zeros((n, Y_l.shape[1]))
     Yhat[lab] = Y_l
     sol = lu.solve(np.column_stack([Yhat, a]))
@@ -171,7 +147,7 @@ def tikhonov(W, labeled, Y_l, gamma: float) -> np.ndarray:
     lab, _ = _split(n, labeled)
     Ik = np.zeros(n)
     Ik[lab] = 1.0
-    lu = _factor(len(lab) * gamma * laplacian(W) + sp.diags(Ik), Ik > 0, spd=True)
+    lu = _factor(len(lab) * gamma * laplacian(W) + sp.diags(Ik), Ik)
     Yhat = np.zeros((n, Y_l.shape[1]))
     Yhat[lab] = Y_l
     sol = lu.solve(np.column_stack([Yhat, np.ones(n)]))
@@ -180,10 +156,11 @@ def tikhonov(W, labeled, Y_l, gamma: float) -> np.ndarray:
     return G + np.outer(g1, mu)
 
 
-def local_global_consistency(W, labeled, Y_l, alpha: float) -> np.ndarray:
+def local_global_consistency(W, labeled, Y_l, alpha: float, rtol: float | None = None) -> np.ndarray:
     """Fixed point of LGC (Zhou et al. 2004), eq. 3.15: F = (1−α)(I − αS)⁻¹Y, S = D^{-1/2}WD^{-1/2}.
 
-    Y is the one-hot label on labelled rows and 0 elsewhere. Solved directly (one sparse LU).
+    Y is the one-hot label on labelled rows and 0 elsewhere. I − αS has condition number
+    ≤ (1+α)/(1−α), so large graphs use plain CG on the operator P ↦ P − αSP (never formed).
 
     With S = Σ_k λ_k v_k v_kᵀ (λ_1 = 1, v_1 ∝ D^{1/2}1 on a connected graph),
     F = Σ_k (1−α)/(1−αλ_k) v_k v_kᵀ Y: as α → 1 the k = 1 term (weight 1, the others shrink like
@@ -196,8 +173,18 @@ def local_global_consistency(W, labeled, Y_l, alpha: float) -> np.ndarray:
     lab, _ = _split(n, labeled)
     Y = np.zeros((n, Y_l.shape[1]))
     Y[lab] = Y_l
-    A = sp.identity(n) - alpha * normalized_adjacency(W)
-    return (1 - alpha) * _factor(A, spd=True).solve(Y)
+    S = normalized_adjacency(W)
+    if n < solvers.ITERATIVE_MIN_ROWS:
+        return (1 - alpha) * solvers.DirectSolver(sp.identity(n) - alpha * S).solve(Y)
+    # I − αS has unit diagonal (Jacobi is the identity) and κ ≤ (1+α)/(1−α): plain CG, never formed
+    def operator(P):
+        AP = S @ P
+        AP *= -alpha
+        AP += P
+        return AP
+
+    cg = solvers.ConjugateGradients(operator, None, solvers.CG_RTOL if rtol is None else rtol)
+    return (1 - alpha) * cg.solve(Y)
 
 
 def lgc_limit_class(W, labeled, y_l, n_classes: int) -> int:
@@ -315,7 +302,7 @@ def ltsa_matrix(X, neighbors: np.ndarray, dim: int = 1) -> sp.csr_matrix:
     """
     n, k = neighbors.shape
     N = np.column_stack([np.arange(n), neighbors])  # (n, k+1)
-    d = min(dim, k, X.shape[1])
+    d = max(1, min(dim, k - 1, X.shape[1]))  # d ≥ k would leave I − G_iG_iᵀ = 0 (no alignment)
     if sp.issparse(X):
         # left singular vectors of the centred neighbourhood = top eigenvectors of its centred
         # Gram matrix H K_i H (H = I − 11ᵀ/(k+1)); a sparse X is never densified

@@ -1,96 +1,98 @@
 """Registered semi-supervised algorithms: thin wrappers over `methods` on a cached kNN graph.
 
-All share the graph parameters (k, weight, width, scale); multi-class prediction is one-vs-rest
+All share the graph parameters (k, metric, weight, width, symmetrize, scale: one `malt.graphs`
+spec, one cached graph per dataset) and the selection vocabulary of `malt.selection` (select,
+inner_folds, k_grid and each method's ``<name>_grid``); multi-class prediction is one-vs-rest
 (argmax of the per-class scores).
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
+from malt import graphs
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
+from malt.selection import InnerCVParams, candidates, inner_fold_ids, select
 from malt.splits import Prediction
 
 from . import methods as m
-from .graph import GraphSpec, cached_graph, degrees, laplacian, scaled
+from .methods import degrees, laplacian
+
+VERSION = "2"
+"""Version of every algorithm of the family: 2 = graphs from malt.graphs, multigrid-CG solves,
+selection through malt.selection."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class GraphParams(Params):
+class GraphParams(InnerCVParams):
     k: int = param(10, "neighbours per point in the kNN graph (before symmetrisation)", Interval(1, None))
-    weight: str = param("rbf", "edge weights: rbf exp(-d²/2σ²), cosine similarity, or binary",
-                        Options("rbf", "cosine", "binary"))
+    k_grid: tuple[int, ...] = param((10, 5, 20), "candidates for k (select=inner-cv; earlier wins ties)",
+                                    Interval(1, None))
+    metric: str = param("euclidean", "distance of the kNN search: euclidean, or cosine (text)",
+                        Options("euclidean", "cosine"))
+    weight: str = param("rbf", "edge weights: rbf exp(-d²/2σ²), similarity (cosine similarity, metric=cosine), "
+                        "or binary", Options("rbf", "similarity", "binary"))
     width: float = param(0.0, "RBF width σ; 0 = the median distance to the k nearest neighbours",
                          Interval(0, None))
+    symmetrize: str = param("max", "kNN graph symmetrisation: max (union), mean ((W+Wᵀ)/2) or min (mutual)",
+                            Options("max", "mean", "min"))
     scale: str = param("none", "feature scaling before the graph ('none' as in the thesis)",
                        Options("none", "standardize", "minmax"))
-    select: str = param("none", "'inner-cv': choose k and the method's own parameter by 5-fold CV on the "
-                        "labelled points (as the thesis); 'none': use the values given", Options("none", "inner-cv"))
 
-    def graph_spec(self) -> GraphSpec:
-        return GraphSpec(k=self.k, weight=self.weight, width=self.width if self.width > 0 else "median",
-                         scale=self.scale)
-
-
-INNER_K = (5, 10, 20)
-"""Neighbourhood sizes tried by inner CV (with the given k first, so ties keep it)."""
-
-
-def inner_folds(y_l: np.ndarray, rng: np.random.Generator, folds: int = 5) -> np.ndarray:
-    """Stratified inner-fold ids for the labelled points (each class dealt round-robin)."""
-    ids = np.empty(len(y_l), dtype=np.int64)
-    start = 0
-    for c in np.unique(y_l):
-        rows = rng.permutation(np.flatnonzero(y_l == c))
-        ids[rows] = (start + np.arange(rows.size)) % folds
-        start += rows.size
-    return ids
+    def graph_spec(self) -> graphs.GraphSpec:
+        return graphs.GraphSpec(k=self.k, metric=self.metric, weight=self.weight,
+                                width=self.width if self.width > 0 else "median",
+                                symmetrize=self.symmetrize, scale=self.scale)
 
 
 class _GraphAlgorithm(Algorithm):
+    """A method on the shared kNN graph of `malt.graphs`; with select=inner-cv, k and the method's
+    own ``*_grid`` parameters are chosen by stratified inner CV on the labelled points only
+    (`malt.selection`), as the thesis (§3.6) chose "parameter values … by cross-validation"."""
+
     tasks = frozenset({"semisupervised"})
     Params = GraphParams
+    version = VERSION
     needs_features = False
+    own_grids: tuple[str, ...] = ()
+    """Names of the method's own parameters that have a ``<name>_grid`` field."""
 
     def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):  # pragma: no cover - interface
         raise NotImplementedError
 
-    def grid(self, params, C) -> list[dict]:
-        """Values of the method's own parameters tried by inner CV (the given ones first)."""
-        return [{}]
+    def grids(self, params) -> dict:
+        return {"k": params.k_grid, **{name: getattr(params, f"{name}_grid") for name in self.own_grids}}
 
-    def _inputs(self, split, params, ctx):
-        W, nbrs = cached_graph(ctx, split.X, params.graph_spec())
-        Xs = None
+    def _inputs(self, split, params, ctx, lists_k: int | None = None):
+        spec = params.graph_spec()
+        W = graphs.cached_graph(ctx, split.X, spec, lists_k=lists_k)
+        nbrs = Xs = None
         if self.needs_features:
-            Xs = ctx.cached("lp-features", {"scale": params.scale}, lambda: scaled(split.X, params.scale))
+            nbrs = graphs.cached_neighbours(ctx, split.X, max(params.k, lists_k or 0), spec)[0][:, :params.k]
+            Xs = ctx.cached("features", {"metric": params.metric, "scale": params.scale},
+                            lambda: graphs.prepared(split.X, params.metric, params.scale), producer=graphs.PRODUCER)
         return W, nbrs, Xs
 
-    def select(self, split, params, ctx, lab, y_l, C, diag):
-        """Inner 5-fold CV over k × the method grid on the labelled points; returns the best Params."""
-        folds = inner_folds(y_l, ctx.rng, min(5, len(lab)))
-        ks = [params.k] + [k for k in INNER_K if k != params.k]
-        best, best_err = params, np.inf
-        for k in ks:
-            if k >= len(split.y):
-                continue
-            for extra in self.grid(params, C):
-                cand = dataclasses.replace(params, select="none", k=k, **extra)
-                W, nbrs, Xs = self._inputs(split, cand, ctx)
-                wrong = 0
-                for j in np.unique(folds):  # hide one inner fold of the labelled points at a time
-                    tr, te = lab[folds != j], lab[folds == j]
-                    F = self.scores(W, nbrs, Xs, tr, y_l[folds != j], C, cand, {}, ctx)
-                    wrong += int(np.sum(np.argmax(F[te], axis=1) != y_l[folds == j]))
-                if wrong < best_err:
-                    best, best_err = cand, wrong
-        diag["selected"] = {f.name: getattr(best, f.name) for f in dataclasses.fields(best)
-                            if f.name in ("k",) or any(f.name in e for e in self.grid(params, C))}
-        diag["inner_cv_error"] = best_err / len(lab)
-        return best
+    def choose(self, split, params, ctx, lab, y_l, C, diag):
+        """Inner CV over k × the method's grids on the labelled points; returns the chosen Params."""
+        options = candidates(params, self.grids(params))
+        lists_k = max(o.k for o in options)
+        ids = inner_fold_ids(len(lab), params.inner_folds, ctx.rng, strata=y_l)
+
+        def inner_error(option, train, val):
+            W, nbrs, Xs = self._inputs(split, option, ctx, lists_k)
+            F = self.scores(W, nbrs, Xs, lab[train], y_l[train], C, option, {}, ctx)
+            return float(np.mean(np.argmax(F[lab[val]], axis=1) != y_l[val]))
+
+        choice = select(options, inner_error, ids,
+                        progress=lambda f: ctx.progress(0.9 * f, "inner cross-validation"))
+        diag.update(choice.diagnostics())
+        for name, value in diag["selected"].items():  # flat numbers too: the store keeps scalar diagnostics
+            diag[f"selected_{name}"] = value
+        return choice.best, lists_k
 
     def run(self, split, params, ctx):
         y = np.asarray(split.y)
@@ -98,9 +100,10 @@ class _GraphAlgorithm(Algorithm):
         C = int(split.n_classes)
         m.check_labels(lab, C, y[lab])
         diag: dict = {}
+        lists_k = None
         if params.select == "inner-cv" and len(lab) >= 2:
-            params = self.select(split, params, ctx, lab, y[lab], C, diag)
-        W, nbrs, Xs = self._inputs(split, params, ctx)
+            params, lists_k = self.choose(split, params, ctx, lab, y[lab], C, diag)
+        W, nbrs, Xs = self._inputs(split, params, ctx, lists_k)
         diag["edges"] = int(W.nnz // 2)
         F = self.scores(W, nbrs, Xs, lab, y[lab], C, params, diag, ctx)
         labels = np.argmax(F, axis=1)
@@ -120,6 +123,8 @@ class GaussianFields(_GraphAlgorithm):
 @dataclass(frozen=True, kw_only=True)
 class TikregParams(GraphParams):
     gamma: float = param(0.1, "smoothness weight γ of (ℓγ L_u + I_k) (eq. 3.11)", Interval(0, None, "neither"))
+    gamma_grid: tuple[float, ...] = param((0.1, 0.01, 1.0), "candidates for gamma (select=inner-cv)",
+                                          Interval(0, None, "neither"))
 
 
 @register
@@ -128,9 +133,7 @@ class Tikreg(_GraphAlgorithm):
 
     name = "tikreg"
     Params = TikregParams
-
-    def grid(self, params, C):
-        return [{"gamma": g} for g in dict.fromkeys((params.gamma, 0.01, 0.1, 1.0))]
+    own_grids = ("gamma",)
 
     def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
         return m.tikhonov(W, lab, m.one_hot(y_l, C), params.gamma)
@@ -140,6 +143,8 @@ class Tikreg(_GraphAlgorithm):
 class AlphaParams(GraphParams):
     alpha: float = param(0.9, "propagation weight α = 1/(1+μ) (eqs. 3.15, 3.19); near 1 every point gets the "
                          "class with the most labelled degree mass", Interval(0, 1, "neither"))
+    alpha_grid: tuple[float, ...] = param((0.9, 0.5, 0.99), "candidates for alpha (select=inner-cv)",
+                                          Interval(0, 1, "neither"))
 
 
 @register
@@ -148,9 +153,7 @@ class LGC(_GraphAlgorithm):
 
     name = "lgc"
     Params = AlphaParams
-
-    def grid(self, params, C):
-        return [{"alpha": a} for a in dict.fromkeys((params.alpha, 0.5, 0.9, 0.99))]
+    own_grids = ("alpha",)
 
     def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
         return m.local_global_consistency(W, lab, m.one_hot(y_l, C), params.alpha)
@@ -158,7 +161,9 @@ class LGC(_GraphAlgorithm):
 
 @dataclass(frozen=True, kw_only=True)
 class LNPParams(AlphaParams):
-    solver: str = param("iterate", "'iterate' eq. 3.19 as the thesis did, or 'direct' (its fixed point)",
+    solver: str = param("direct", "'direct': the fixed point (1−α)(I−αU)⁻¹y that eq. 3.19 converges to, by one "
+                        "sparse LU; 'iterate': eq. 3.19 until max |Δf| < tol, as the thesis ran it (the same "
+                        "answer to tol, ~log(tol)/log(α) sparse products: 2000 at α = 0.99)",
                         Options("iterate", "direct"))
     tol: float = param(1e-9, "stop iterating when max |Δf| < tol", Interval(0, None, "neither"))
 
@@ -169,18 +174,16 @@ class LNP(_GraphAlgorithm):
 
     name = "lnp"
     Params = LNPParams
+    version = "3"  # 3: solver='direct' by default (the same fixed point, without 2000 sequential sweeps)
     needs_features = True
-
-    def grid(self, params, C):
-        return [{"alpha": a} for a in dict.fromkeys((params.alpha, 0.5, 0.9, 0.99))]
+    own_grids = ("alpha",)
 
     def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
-        U = ctx.cached("lnp-weights", {**params.graph_spec().to_dict()}, lambda: m.lnp_weights(Xs, nbrs))
+        U = ctx.cached("lnp-weights", params.graph_spec().to_dict(), lambda: m.lnp_weights(Xs, nbrs))
         Y = np.zeros((W.shape[0], C))
         Y[lab] = m.one_hot(y_l, C)
         if params.solver == "direct":
-            import scipy.sparse as sp
-            return (1 - params.alpha) * m._factor(sp.identity(W.shape[0]) - params.alpha * U).solve(Y)
+            return (1 - params.alpha) * m.solvers.DirectSolver(sp.identity(W.shape[0]) - params.alpha * U).solve(Y)
         F, it = m.propagate(U, Y, params.alpha, tol=params.tol)
         diag["iterations"] = it
         return F
@@ -190,38 +193,46 @@ class LNP(_GraphAlgorithm):
 class CKParams(GraphParams):
     dim: int = param(0, "leading eigenvectors of D^{-1/2}WD^{-1/2} in the embedding; 0 = number of classes",
                      Interval(0, None))
-    C: float = param(1.0, "inverse L2 strength of the linear (logistic) classifier", Interval(0, None, "neither"))
+    dim_grid: tuple[int, ...] = param((0, 10), "candidates for dim (select=inner-cv; 0 = number of classes)",
+                                      Interval(0, None))
+    C: float = param(1.0, "SVM penalty C of the RBF-kernel SVM on the embedding", Interval(0, None, "neither"))
+    C_grid: tuple[float, ...] = param((1.0, 10.0, 100.0), "candidates for C (select=inner-cv)",
+                                      Interval(0, None, "neither"))
 
 
 @register
 class ClusterKernel(_GraphAlgorithm):
-    """Cluster kernels (Chapelle et al. 2003): spectral embedding + a linear classifier (§3.3.5)."""
+    """Cluster kernels (Chapelle et al. 2003): spectral embedding + an RBF-kernel SVM, as the thesis
+    ran it (§3.3.5, §3.6: "CK using SVMs with RBF kernel")."""
 
     name = "ck"
     Params = CKParams
-
-    def grid(self, params, C):
-        return [{"dim": d} for d in dict.fromkeys((params.dim, C, 2 * C, 10))]
+    own_grids = ("dim", "C")
 
     def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
-        from sklearn.linear_model import LogisticRegression
+        from sklearn.svm import SVC
 
-        V = ctx.cached("ck-embedding", {**params.graph_spec().to_dict(), "dim": params.dim or C},
-                       lambda: m.cluster_kernel_embedding(W, params.dim or C))
+        dim = params.dim or C
+        V = ctx.cached("ck-embedding", {**params.graph_spec().to_dict(), "dim": dim},
+                       lambda: m.cluster_kernel_embedding(W, dim))
         F = np.zeros((W.shape[0], C))
         present = np.unique(y_l)
         if present.size == 1:
             F[:, present[0]] = 1.0
             return F
-        clf = LogisticRegression(C=params.C, max_iter=1000).fit(V[lab], y_l)
-        P = clf.predict_proba(V)
-        F[:, clf.classes_] = P
+        clf = SVC(C=params.C, kernel="rbf", gamma="scale", decision_function_shape="ovr").fit(V[lab], y_l)
+        D = clf.decision_function(V)
+        if present.size == 2:  # one column: positive for classes_[1]
+            D = np.column_stack([-D, D])
+        F[:] = D.min() - 1.0  # classes without a labelled point rank last
+        F[:, clf.classes_] = D
         return F
 
 
 @dataclass(frozen=True, kw_only=True)
 class GWEMParams(GraphParams):
     steps: int = param(8, "random-walk length m (P^m)", Interval(1, None))
+    steps_grid: tuple[int, ...] = param((8, 4, 16), "candidates for steps (select=inner-cv)", Interval(1, None))
     self_loop: float = param(1.0, "self-transition weight added to W before normalising", Interval(0, None))
 
 
@@ -231,9 +242,7 @@ class GWEM(_GraphAlgorithm):
 
     name = "gwem"
     Params = GWEMParams
-
-    def grid(self, params, C):
-        return [{"steps": t} for t in dict.fromkeys((params.steps, 2, 4, 8, 16))]
+    own_grids = ("steps",)
 
     def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
         F, it = m.random_walk_em(W, lab, y_l, C, params.steps, params.self_loop)
@@ -244,12 +253,17 @@ class GWEM(_GraphAlgorithm):
 @dataclass(frozen=True, kw_only=True)
 class EmbeddingParams(GraphParams):
     reg: float = param(1e-3, "LLE regulariser on the local Gram matrices (×trace)", Interval(0, None))
-    tangent_dim: int = param(1, "LTSA local tangent dimension (the embedding is 1-D, §3.5)", Interval(1, None))
+    tangent_dim: int = param(1, "LTSA local tangent dimension d of eq. 3.34's local fits (the label embedding f "
+                             "itself is 1-D per class, §3.5)", Interval(1, None))
+    tangent_dim_grid: tuple[int, ...] = param((1, 2, 4), "candidates for tangent_dim (select=inner-cv; LTSA only)",
+                                              Interval(1, None))
 
 
 @dataclass(frozen=True, kw_only=True)
 class ConstrainedEmbeddingParams(EmbeddingParams):
     alpha: float = param(1.0, "Lagrange multiplier α of the label constraint (eq. 3.39)", Interval(0, None, "neither"))
+    alpha_grid: tuple[float, ...] = param((1.0, 0.1, 10.0), "candidates for alpha (select=inner-cv)",
+                                          Interval(0, None, "neither"))
 
 
 def _own_params(base: type[Params], name: str) -> type[Params]:
@@ -262,7 +276,7 @@ def _own_params(base: type[Params], name: str) -> type[Params]:
 def _alignment(kind, W, nbrs, Xs, params, ctx):
     if kind == "le":
         return laplacian(W)
-    spec = {"kind": kind, "k": params.k, "scale": params.scale, "weight": params.weight}
+    spec = {"kind": kind, "k": params.k, "metric": params.metric, "scale": params.scale}
     if kind == "lle":
         return ctx.cached("lle-matrix", {**spec, "reg": params.reg}, lambda: m.lle_matrix(Xs, nbrs, params.reg))
     return ctx.cached("ltsa-matrix", {**spec, "dim": params.tangent_dim},
@@ -283,16 +297,12 @@ class _Embedding(_GraphAlgorithm):
 
 class _ConstrainedEmbedding(_Embedding):
     Params = ConstrainedEmbeddingParams
-
-    def grid(self, params, C):
-        return [{"alpha": a} for a in dict.fromkeys((params.alpha, 0.1, 1.0, 10.0))]
+    own_grids = ("alpha",)
 
     def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
         Y = m.one_hot(y_l, C)
         if self.kind == "le":  # M = L_s, A = D^{1/2} (eq. 3.33); the sign of g = D^{1/2}f is that of f
-            from .graph import normalized_adjacency
-            import scipy.sparse as sp
-            Ls = sp.identity(W.shape[0]) - normalized_adjacency(W)
+            Ls = sp.identity(W.shape[0]) - graphs.normalized_adjacency(W)
             return m.constrained_embedding_lp(Ls, lab, Y, params.alpha, a=np.sqrt(degrees(W)))
         return m.constrained_embedding_lp(_alignment(self.kind, W, nbrs, Xs, params, ctx), lab, Y, params.alpha)
 
@@ -319,6 +329,8 @@ class LTSALP(_Embedding):
 
     name, kind = "ltsalp", "ltsa"
     Params = _own_params(EmbeddingParams, "LTSALPParams")
+    own_grids = ("tangent_dim",)
+    version = "4"  # 3: tangent_dim joins the inner-CV grid; 4: d < k, ridge on a singular factor
 
 
 @register
@@ -343,3 +355,5 @@ class LTSALPC(_ConstrainedEmbedding):
 
     name, kind = "ltsalpc", "ltsa"
     Params = _own_params(ConstrainedEmbeddingParams, "LTSALPCParams")
+    own_grids = ("alpha", "tangent_dim")
+    version = "4"  # 3: tangent_dim joins the inner-CV grid; 4: d < k, ridge on a singular factor
