@@ -205,44 +205,71 @@ class ImputerEstimator(TransformerMixin, _MaltEstimator):
 class TransductiveClassifier(ClassifierMixin, _MaltEstimator):
     """Graph-based semi-supervised classification like scikit-learn's LabelSpreading: ``fit(X, y)``
     with y = -1 for unlabelled points sets ``transduction_`` (a label for every point) and
-    ``label_distributions_``; ``predict(X)`` labels new points by propagating over the graph of the
-    training points and X together."""
+    ``label_distributions_``. New points are labelled by the induction formula of Delalleau, Bengio &
+    Le Roux (2005) — the graph-weighted average of their k nearest training points' label
+    distributions, with the algorithm's own graph weighting and width — as LabelSpreading.predict
+    does, so one point's label never depends on the other points predicted with it."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
 
     def fit(self, X, y):
+        from sklearn.utils.multiclass import check_classification_targets
         from sklearn.utils.validation import check_X_y
 
         X, y = check_X_y(X, y, accept_sparse="csr", dtype=float)
         labelled = y != -1
         if not labelled.any():
             raise ValueError("no labelled point: y must hold class labels (and -1 for unlabelled points)")
+        check_classification_targets(y[labelled])
         self.classes_ = np.unique(y[labelled])
+        if self.classes_.size < 2:
+            raise ValueError("y has 1 class among the labelled points; label propagation needs labelled points of "
+                             "at least two classes")
         codes = np.full(len(y), -1, dtype=np.int64)
         codes[labelled] = np.searchsorted(self.classes_, y[labelled])
-        self.X_, self.codes_ = X, codes
+        self.X_ = X
         self.n_features_in_ = X.shape[1]
-        F = self._propagate(X, codes)
+        split = SemiSupervisedSplit(X, codes, len(self.classes_), np.flatnonzero(codes < 0), 0)
+        prediction = self._algo()().run(split, self._malt_params(), self._context(X))
+        F = (np.asarray(prediction.scores, dtype=float) if prediction.scores is not None
+             else np.eye(len(self.classes_))[np.asarray(prediction.labels, dtype=int)])
         self.label_distributions_ = _normalise(F)
         self.transduction_ = self.classes_[np.argmax(F, axis=1)]
         return self
 
-    def _propagate(self, X, codes):
-        evaluate = np.flatnonzero(codes < 0)
-        split = SemiSupervisedSplit(X, codes, len(self.classes_), evaluate, 0)
-        prediction = self._algo()().run(split, self._malt_params(), self._context(X))
-        if prediction.scores is not None:
-            return np.asarray(prediction.scores, dtype=float)
-        return np.eye(len(self.classes_))[np.asarray(prediction.labels, dtype=int)]
-
     def predict_proba(self, X):
+        from malt import graphs
+
         check_is_fitted(self, "transduction_")
         X = _check_X(X)
-        stacked = np.vstack([self.X_.toarray() if hasattr(self.X_, "toarray") else self.X_,
-                             X.toarray() if hasattr(X, "toarray") else X])
-        codes = np.concatenate([self.codes_, np.full(X.shape[0], -1)])
-        return _normalise(self._propagate(stacked, codes)[len(self.codes_):])
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input")
+        spec = self._malt_params().graph_spec()
+        n = self.X_.shape[0]
+        k = min(spec.k, n)
+        stacked = (sp_vstack([self.X_, X]) if hasattr(self.X_, "toarray") or hasattr(X, "toarray")
+                   else np.vstack([self.X_, X]))
+        train_idx, train_dist = graphs.neighbours(self.X_, min(spec.k, n - 1), spec.metric, scale=spec.scale)
+        width = graphs.median_width(train_dist) if spec.width == "median" else spec.width
+        idx, dist = graphs.neighbours(stacked, k, spec.metric, scale=spec.scale,
+                                      query=np.arange(n, n + X.shape[0]), among=np.arange(n), exclude_self=False)
+        weights = graphs.edge_weights(dist, graphs.GraphSpec(**{**spec.to_dict(), "width": width}))
+        F = np.einsum("mk,mkc->mc", weights, self.label_distributions_[idx])
+        return _normalise(F)
 
     def predict(self, X):
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
+
+
+def sp_vstack(blocks):
+    import scipy.sparse as sp
+
+    return sp.vstack([sp.csr_matrix(b) for b in blocks]).tocsr()
 
 
 def _normalise(F: np.ndarray) -> np.ndarray:

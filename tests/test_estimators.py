@@ -21,6 +21,7 @@ from malt.splits import MissingSplit, MultilabelSplit
 EXPECTED = {
     "LabelPropagationGF": {
         "check_classifiers_one_label": "a graph method needs two labelled classes to propagate",
+        "check_classifiers_classes": "-1 marks unlabelled points (as in LabelSpreading), so classes {-1, 1} is one",
         "check_fit2d_1feature": "the kNN graph needs more points than its k (the check fits 10 points)",
         "check_estimators_nan_inf": "the kNN graph needs more points than its k (the check fits 10 points)",
     },
