@@ -7,10 +7,12 @@ slice it for the fold; the context caches it for every fold and algorithm.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:  # annotations only: reading results never needs scipy.sparse
+    import scipy.sparse as sp
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,6 @@ from pathlib import Path
 from malt.errors import RepositoryError
 
 from .files import atomic_write, check_no_links, read_bytes, remove
-from .hdf5 import DamagedFile, from_bytes, read_meta, to_bytes
 
 KEY = re.compile(r"[0-9a-f]{16,64}")
 ENTRY_SECONDS = 0.02
@@ -69,6 +68,8 @@ class ArtifactCache:
             if problems is not None:
                 problems.append(f"{path}: {err}; it will be recomputed")
             return None
+        from .hdf5 import DamagedFile, from_bytes  # h5py only when an artifact is read or written
+
         try:
             value, _ = from_bytes(data, str(path))
         except DamagedFile as err:
@@ -79,6 +80,8 @@ class ArtifactCache:
 
     def put(self, key: str, value, meta: dict) -> None:
         """Store an artifact (a damaged or missing entry is replaced; an intact one is kept)."""
+        from .hdf5 import to_bytes
+
         path = self.path(key)
         if path.exists() and self.get(key) is not None:
             return
@@ -95,6 +98,8 @@ class ArtifactCache:
                 pass  # last-used times are advisory
 
     def entries(self) -> list[Entry]:
+        from .hdf5 import read_meta
+
         out = []
         if not self.folder.is_dir() or self.folder.is_symlink():
             return out

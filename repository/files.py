@@ -4,7 +4,7 @@
   every folder between the repository root and a file is checked with lstat (the root itself may be
   a link: that is the user's choice of where the repository lives).
 * Names that become paths (experiment ids, dataset names, cache keys) are validated (one rule,
-  `malt.datasets.dataset.validate_name`): no separators, no ``..``, no absolute paths.
+  `malt.names.validate_name`): no separators, no ``..``, no absolute paths.
 * Whole files are written to a temporary sibling, checked, flushed and renamed into place, so a
   reader (or a process killed mid-write) sees the old file or the new one. The temporary file is
   read back and compared before the rename: a write whose success is not certain is never
@@ -20,8 +20,8 @@ import secrets
 import stat
 from pathlib import Path
 
-from malt.datasets.dataset import validate_name  # noqa: F401  (one name rule for every stored name)
 from malt.errors import RepositoryError
+from malt.names import validate_name  # noqa: F401  (the repository's names follow the one rule)
 
 def describe_os_error(err: OSError) -> str:
     code = getattr(err, "errno", None)

@@ -16,7 +16,6 @@ from pathlib import Path
 from malt.errors import DataError, RepositoryError
 
 from .files import atomic_write, check_no_links, ensure_dir, read_bytes, validate_name
-from .hdf5 import DamagedFile, from_bytes, to_bytes
 from .integrity import seal, unseal_json
 from .locks import FileLock
 
@@ -59,6 +58,8 @@ class DatasetStore:
                                   "another name.")
         ensure_dir(self.root, self.folder / "objects")
         with FileLock(self.root, self.folder / ".lock", f"Datasets of {self.root}").acquire(wait=True):
+            from .hdf5 import to_bytes
+
             target = self.object_path(dataset.hash)
             if not target.exists():
                 meta = {"name": dataset.name, "hash": dataset.hash, "meta": dataset.meta}
@@ -86,6 +87,8 @@ class DatasetStore:
                 return self._legacy(name, content_hash)
             raise DataError(f"The imported data {content_hash[:16]} ({name or 'by hash'}) is no longer in "
                             f"{self.folder}; import the file again with `malt datasets import`.") from None
+        from .hdf5 import DamagedFile, from_bytes
+
         try:
             components, meta = from_bytes(data, str(path))
         except DamagedFile as err:

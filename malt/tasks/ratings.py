@@ -22,13 +22,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
+
+from typing import TYPE_CHECKING
 
 from malt import metrics
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.splits import Prediction, RatingsSplit
 from malt.tasks.base import Metric, Setting, Task, as_array, register_task, subkey_rng
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 STORED_TOP = 100
 """Candidates kept per test row (at least k): rescoring with any k up to this needs no refit."""
@@ -47,11 +51,13 @@ class RatingsParams(Params):
     seed: int = param(0, "seed of the random splits", Interval(0, None), repetition=True)
 
 
-def top_candidates(train: sp.spmatrix, rows: np.ndarray, scores: np.ndarray, length: int) -> np.ndarray:
+def top_candidates(train: "sp.spmatrix", rows: np.ndarray, scores: np.ndarray, length: int) -> np.ndarray:
     """(len(rows), length) column ids of each row's best-scored columns among those it did not rate in
     training, best first. Tied scores (a new row with no side information predicts one constant) are
     broken in a seeded random order per row, not by column index, which would hand such rows the
     catalogue's first items. Cost O(rows · cols · log cols)."""
+    import scipy.sparse as sp
+
     S = np.array(scores, dtype=float, copy=True)
     S[np.isnan(S)] = -np.inf
     S[sp.csr_matrix(train)[rows].nonzero()] = -np.inf
@@ -63,6 +69,8 @@ def ranking_at_k(top: np.ndarray, rows: np.ndarray, test_rows, test_cols, truth,
     """Mean precision@k and recall@k over test rows with a relevant test rating (NaN if none).
 
     top : (len(rows), >= k) candidate column ids per distinct test row, best first."""
+    import scipy.sparse as sp
+
     rel = truth > relevant
     if not rel.any():
         return float("nan"), float("nan")
@@ -115,6 +123,8 @@ class RatingsTask(Task):
         return params.runs
 
     def _coo(self, dataset):
+        import scipy.sparse as sp
+
         R = sp.coo_matrix(dataset["ratings"])
         R.sum_duplicates()
         return R
@@ -130,6 +140,8 @@ class RatingsTask(Task):
             test_mask = np.zeros(R.nnz, dtype=bool)
             test_mask[rng.choice(R.nnz, int(round((1 - params.train_fraction) * R.nnz)), replace=False)] = True
         tr = ~test_mask
+        import scipy.sparse as sp
+
         train = sp.coo_matrix((R.data[tr], (R.row[tr], R.col[tr])), shape=R.shape)
         return RatingsSplit(train, R.row[test_mask], R.col[test_mask], dataset.get("row_graph"),
                             dataset.get("col_graph"), dataset.get("row_features"), dataset.get("col_features"),

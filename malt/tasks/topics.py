@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from malt.errors import DataError
 from malt.params import Interval, Params, param
@@ -76,6 +75,8 @@ class TopicsTask(Task):
                             f"--folds {params.folds}.")
 
     def split(self, dataset, params, fold):
+        import scipy.sparse as sp
+
         docs = sp.csr_matrix(dataset["docs"], dtype=float)
         ids = fold_assignment(docs.shape[0], params.folds, params.seed)
         test = np.flatnonzero(ids == fold)
