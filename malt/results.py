@@ -207,6 +207,18 @@ class ResultSet:
             cells.setdefault(display, {})[name] = format_cell(row["mean"], row["std"], int(row["n"]), np.nan)
         return pd.DataFrame(cells)
 
+    def table(self, fmt: str = "markdown", metrics: list[str] | None = None) -> str:
+        """Every table `malt table` would print (markdown, latex or html)."""
+        from malt.tables import all_tables
+
+        return "\n".join(t.render(fmt) for _, group in all_tables(self, metrics) for t in group)
+
+    def plot(self, out="figures", metrics: list[str] | None = None, formats=("png", "pdf")) -> list:
+        """Every figure `malt plot` would draw, written into ``out``; returns their paths."""
+        from malt.plotting import plot_all
+
+        return [path for item in plot_all(self, out, metrics=metrics, formats=tuple(formats)) for path in item.paths]
+
     def provenance(self, experiment: str) -> list[dict]:
         """The run sessions of an experiment: code revision, library versions, host, times."""
         return list(self.sessions.get(experiment, []))

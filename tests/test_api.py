@@ -115,3 +115,13 @@ def test_provenance_names_the_revision_the_libraries_and_the_host(tmp_path):
     assert sessions[0]["blas"] and sessions[0]["host"] == os.uname().nodename
     shown = run_malt("show", exp, "--provenance", "--repo", repo).stdout
     assert "python " in shown and "BLAS:" in shown
+
+
+@pytest.mark.timeout(120)
+def test_a_loaded_result_set_tables_and_plots_like_the_commands(tmp_path):
+    malt.cv(["mllr", "mlknn"], "synthetic-multilabel", repo=tmp_path / "repo", folds=3)
+    results = malt.load(tmp_path / "repo")
+    text = results.table(metrics=["one_error"])
+    assert "One-error" in text and "mlknn" in text and "mllr" in text
+    paths = results.plot(tmp_path / "figures", metrics=["one_error"], formats=("png",))
+    assert paths and all(p.stat().st_size > 5000 for p in paths)
