@@ -17,17 +17,22 @@ def _filters(func):
         click.option("--experiment", "experiments", multiple=True, help="Only these experiment ids (repeatable)."),
         click.option("--where", "where", multiple=True,
                      help="Only experiments whose task option matches, name=value (e.g. missing=0.3)."),
+        click.option("--diagnostic", "diagnostics", multiple=True,
+                     help="Draw or tabulate this recorded diagnostic instead of the metrics (fit_seconds, "
+                          "fit_cpu_seconds, iterations, ...): speed and convergence from stored experiments."),
     ]):
         func = decorator(func)
     return func
 
 
-def load_filtered(path, datasets=(), tasks=(), algos=(), metrics=(), experiments=(), where=()):
+def load_filtered(path, datasets=(), tasks=(), algos=(), metrics=(), experiments=(), where=(), diagnostics=()):
     """ResultSet.load(path) restricted by the command-line filters; raises if nothing is left."""
     from malt.plotting import option_matches
     from malt.results import ResultSet
 
     rs = ResultSet.load(path)
+    if diagnostics:
+        rs = rs.diagnostic_view(list(diagnostics))
     if rs.empty:
         raise MaltError(f"No finished results in {path}; run `malt cv --repo {path} ...` first.")
     frame = rs.frame

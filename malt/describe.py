@@ -28,9 +28,17 @@ MetricInfo = Metric
 
 
 def metric_info(name: str, task: str | None = None) -> Metric:
+    from malt.results import DIAGNOSTIC_PREFIX
     from malt.tasks import metric_info as declared
 
+    if name.startswith(DIAGNOSTIC_PREFIX):  # a recorded diagnostic drawn like a metric (malt plot --diagnostic)
+        what = name[len(DIAGNOSTIC_PREFIX):]
+        label = DIAGNOSTIC_LABELS.get(what, what.replace("_", " "))
+        return Metric(name, label, "lower", conventions="a diagnostic the units recorded, not a score")
     return declared(task, name)
+
+
+DIAGNOSTIC_LABELS = {"fit_seconds": "Fit time (s, wall)", "fit_cpu_seconds": "Fit time (s, CPU)"}
 
 
 def metric_order() -> list[str]:
@@ -46,7 +54,9 @@ _WARNED: set[str] = set()
 
 def known_metrics(names) -> list[str]:
     """The declared metrics among ``names`` in declaration order; others are named once on stderr."""
-    order = metric_order()
+    from malt.results import DIAGNOSTIC_PREFIX
+
+    order = metric_order() + sorted(n for n in set(names) if n.startswith(DIAGNOSTIC_PREFIX))
     unknown = sorted(set(names) - set(order))
     for name in unknown:
         if name not in _WARNED:

@@ -167,7 +167,7 @@ def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str |
         "pid": os.getpid(), "started": time.time(),
     }
     packed = None
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         with warnings.catch_warnings(record=True) as caught, provenance.blas_threads(threads, jobs):
             warnings.simplefilter("always")
@@ -175,10 +175,11 @@ def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str |
             ctx = Context(task.features(dataset), data_key=dataset.hash, seed=unit.seed, cache=cache,
                           dataset=dataset, producer=f"{algo.name}@{algo.version}", progress=progress)
             prediction = algo().run(split, unit.params, ctx)
-            fit = time.perf_counter() - start
+            fit, fit_cpu = time.perf_counter() - start, time.process_time() - cpu
             packed = _roundtrip(task.pack(split, prediction, options))
             scores = score_packed(task, dataset, options, split, packed)
-        record.update(status="ok", metrics=scores, metric_versions=metric_versions(task, scores), fit_seconds=fit)
+        record.update(status="ok", metrics=scores, metric_versions=metric_versions(task, scores), fit_seconds=fit,
+                      fit_cpu_seconds=fit_cpu)
         if prediction.diagnostics:
             record["diagnostics"] = _jsonable(prediction.diagnostics)
         if caught:

@@ -582,7 +582,7 @@ def plot_all(rs, out: str | Path = "figures", *, error: str = "std", metrics: li
             drawings += [(f"_by-{_safe(parameter)}", plot_param_sweep(rs, family, metric, parameter, algos, error),
                           parameter) for parameter, algos in sorted(sweeps.items())]
             for suffix, fig, sweep in drawings:
-                stem = f"{family.slug()}{suffix}_{metric}"
+                stem = _safe(f"{family.slug()}{suffix}_{metric}")
                 paths = []
                 for fmt in formats:
                     path = out / f"{stem}.{fmt}"  # not with_suffix: slugs hold dots (missing=0.2)

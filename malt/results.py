@@ -207,6 +207,23 @@ class ResultSet:
             cells.setdefault(display, {})[name] = format_cell(row["mean"], row["std"], int(row["n"]), np.nan)
         return pd.DataFrame(cells)
 
+    def diagnostic_view(self, names: list[str]) -> "ResultSet":
+        """A ResultSet whose 'metrics' are these recorded diagnostics (``fit_seconds``,
+        ``fit_cpu_seconds``, ``iterations``, ``K``…), so speed and convergence figures and tables come
+        from stored experiments like any metric (as `malt plot --diagnostic NAME`)."""
+        d = self.diagnostics
+        unknown = sorted(set(names) - set(d["diagnostic"] if not d.empty else ()))
+        if unknown:
+            known = ", ".join(sorted(set(d["diagnostic"]))) if not d.empty else "none"
+            raise MaltError(f"No unit recorded a diagnostic '{unknown[0]}'; recorded: {known}.")
+        d = d[d["diagnostic"].isin(names)].rename(columns={"diagnostic": "metric"})
+        d = d.assign(metric=DIAGNOSTIC_PREFIX + d["metric"])
+        keys = ["experiment", "algorithm", "display", "fold"]
+        units = self.frame.drop(columns=["metric", "value"]).drop_duplicates(keys)
+        frame = d.merge(units, on=keys, how="inner")[[*units.columns, "metric", "value"]]
+        return ResultSet(frame.reset_index(drop=True), self.specs, self.failed, self.stale, self._diagnostics,
+                         self.completeness, self.sessions, self.rescore_stale, self.problems)
+
     def table(self, fmt: str = "markdown", metrics: list[str] | None = None) -> str:
         """Every table `malt table` would print (markdown, latex or html)."""
         from malt.tables import all_tables
@@ -224,6 +241,7 @@ class ResultSet:
         return list(self.sessions.get(experiment, []))
 
 
+DIAGNOSTIC_PREFIX = "diagnostic:"
 UNIT_COLUMNS = ("algorithm", "display", "params_key", "fold")
 RECORD_COLUMNS = ("fit_seconds", "seed", "version", "timestamp")
 
@@ -301,6 +319,8 @@ def numeric_diagnostics(record: dict) -> dict[str, float]:
     """A unit's diagnostics reduced to numbers: scalars as they are, a numeric list (a bound trace,
     say) by its last value and length; plus the unit's fit seconds."""
     out = {"fit_seconds": float(record.get("fit_seconds", np.nan))}
+    if "fit_cpu_seconds" in record:
+        out["fit_cpu_seconds"] = float(record["fit_cpu_seconds"])
     for name, value in (record.get("diagnostics") or {}).items():
         if isinstance(value, bool):
             out[name] = float(value)

@@ -125,3 +125,19 @@ def test_a_loaded_result_set_tables_and_plots_like_the_commands(tmp_path):
     assert "One-error" in text and "mlknn" in text and "mllr" in text
     paths = results.plot(tmp_path / "figures", metrics=["one_error"], formats=("png",))
     assert paths and all(p.stat().st_size > 5000 for p in paths)
+
+
+@pytest.mark.timeout(120)
+def test_recorded_diagnostics_are_drawn_and_tabulated_like_metrics(tmp_path):
+    """Speed and convergence figures come from stored experiments: `--diagnostic fit_cpu_seconds`."""
+    for n in (40, 80):
+        malt.cv("mllr", "synthetic-multilabel", repo=tmp_path / "repo", labeled=n, folds=2)
+    view = malt.load(tmp_path / "repo").diagnostic_view(["fit_cpu_seconds"])
+    assert set(view.frame["metric"]) == {"diagnostic:fit_cpu_seconds"} and (view.frame["value"] >= 0).all()
+    assert len(view.frame) == 4
+    figure = run_malt("plot", tmp_path / "repo", "--diagnostic", "fit_cpu_seconds", "--out", tmp_path / "f",
+                      "--format", "png").stdout.split()
+    assert len(figure) == 1 and figure[0].endswith("by-labeled_diagnostic_fit_cpu_seconds.png")
+    assert "Fit time (s, CPU)" in run_malt("table", tmp_path / "repo", "--diagnostic", "fit_cpu_seconds").stdout
+    refused = run_malt("plot", tmp_path / "repo", "--diagnostic", "nosuch", check=False)
+    assert refused.returncode == 2 and "No unit recorded a diagnostic 'nosuch'" in refused.stderr
