@@ -1,0 +1,99 @@
+"""Calibrated label ranking (`clr`; Fürnkranz, Hüllermeier, Loza Mencía & Brinker 2008).
+
+Ranking by pairwise comparison: for every pair of labels i < j one binary model learns, from the
+training rows where exactly one of the two is relevant, whether i is preferred to j. A virtual
+calibration label v separates relevant from irrelevant labels: "i ≻ v" is learnt from every row
+(i relevant ⇔ i ≻ v), i.e. the binary-relevance model of label i. A test row's labels are scored by
+their votes, the virtual label by its own, and the labels that beat the virtual label are predicted:
+
+    votes_i = Σ_{j≠i} P(i ≻ j) + P(i ≻ v),     votes_v = Σ_i (1 − P(i ≻ v)),
+    score_i = votes_i − votes_v,               predict i  ⇔  score_i > 0.
+
+``voting='soft'`` adds the models' probabilities (weighted voting, which breaks the ties hard votes
+leave in a ranking); ``voting='hard'`` adds 1 for each comparison won (P > ½), as in the paper.
+Unknown training labels (NaN): pair (i, j) learns from the rows that know both and where they differ,
+the calibration model of i from the rows that know i. A pair never seen apart (or seen only one way)
+gets a constant preference: the fraction of its rows where i won (½ when there are none).
+
+Cost: L(L−1)/2 + L binary models, the pair models on the rows where the two labels differ.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from malt.params import Interval, Options, Params, param
+from malt.registry import Algorithm, register
+from malt.splits import Prediction
+
+from .baselines import _scaled, single_threaded_blas
+
+
+def _preference(make_model, X, target, X_test) -> np.ndarray:
+    """P(target = 1 | x) on X_test from a model fit on (X, target); constant when target is one class."""
+    if target.size == 0:
+        return np.full(X_test.shape[0], 0.5)
+    if np.all(target == target[0]):
+        return np.full(X_test.shape[0], float(target[0]))
+    model = make_model().fit(X, target.astype(int))
+    return model.predict_proba(X_test)[:, list(model.classes_).index(1)]
+
+
+def calibrated_label_ranking(X_train, Y_train, X_test, make_model, voting: str = "soft",
+                             progress: Callable[[float], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Scores (votes_i − votes_v) and 0/1 decisions (score > 0), each (n_test, L); see the module docstring."""
+    Y = np.asarray(Y_train, dtype=float)
+    known = ~np.isnan(Y)
+    Y0 = np.where(known, Y, -1.0)
+    n_test, L = X_test.shape[0], Y.shape[1]
+
+    def vote(p):
+        return p if voting == "soft" else (p > 0.5).astype(float)
+
+    votes = np.zeros((n_test, L))
+    virtual = np.zeros(n_test)
+    for i in range(L):  # calibration models: label i against the virtual label
+        p = _preference(make_model, X_train[known[:, i]], Y[known[:, i], i], X_test)
+        votes[:, i] += vote(p)
+        virtual += vote(1.0 - p)
+    pairs = [(i, j) for i in range(L) for j in range(i + 1, L)]
+    for count, (i, j) in enumerate(pairs):  # one model per label pair: the loop is over models
+        rows = known[:, i] & known[:, j] & (Y0[:, i] != Y0[:, j])
+        p = _preference(make_model, X_train[rows], Y[rows, i], X_test)  # P(i ≻ j)
+        votes[:, i] += vote(p)
+        votes[:, j] += vote(1.0 - p)
+        if progress is not None and count % 50 == 49:
+            progress((count + 1) / len(pairs))
+    scores = votes - virtual[:, None]
+    return scores, (scores > 0).astype(float)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CLRParams(Params):
+    C: float = param(1.0, "inverse L2 regularisation of the pairwise logistic regressions", Interval(0, None, "neither"))
+    voting: str = param("soft", "'soft': add the pairwise probabilities (weighted voting); 'hard': count comparisons won",
+                        Options("soft", "hard"))
+
+
+@register
+class CLR(Algorithm):
+    """Calibrated label ranking: pairwise label preferences plus a virtual calibration label (Fürnkranz et al. 2008)."""
+
+    name = "clr"
+    tasks = frozenset({"multilabel"})
+    Params = CLRParams
+
+    def run(self, split, params, ctx):
+        from sklearn.exceptions import ConvergenceWarning
+        from sklearn.linear_model import LogisticRegression
+
+        X_tr, X_te = _scaled(split, True)
+        with warnings.catch_warnings(), single_threaded_blas():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            scores, labels = calibrated_label_ranking(
+                X_tr, split.Y_train, X_te, lambda: LogisticRegression(C=params.C, max_iter=1000), params.voting,
+                progress=lambda f: ctx.progress(f, "label pairs"))
+        return Prediction(scores=scores, labels=labels)
