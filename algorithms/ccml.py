@@ -75,7 +75,7 @@ class CCML(Algorithm):
             warnings.simplefilter("ignore", ConvergenceWarning)
             if params.select == "inner-cv":
                 choice = select_on_path(
-                    params, "C", lambda tr, va: np.stack([chain(X_tr[tr], Y[tr], X_tr[va], C)[0] for C in params.C_grid]),
+                    params, {"C": params.C_grid}, lambda tr, va: np.stack([chain(X_tr[tr], Y[tr], X_tr[va], C)[0] for C in params.C_grid]),
                     Y, ctx.rng, log_loss, progress=lambda f: ctx.progress(f, "inner CV over C"))
                 params, diagnostics = choice.best, choice.diagnostics()
             scores, labels = chain(X_tr, Y, X_te, params.C)

@@ -62,7 +62,8 @@ class IBLR(Algorithm):
             Z_tr, Z_te = np.hstack([Z_tr, X_tr]), np.hstack([Z_te, X_te])
         diagnostics = {}
         if params.select == "inner-cv":
-            choice = select_on_path(params, "C", lambda tr, va: logistic_path(Z_tr[tr], Y[tr], Z_tr[va], params.C_grid),
+            choice = select_on_path(params, {"C": params.C_grid},
+                                    lambda tr, va: logistic_path(Z_tr[tr], Y[tr], Z_tr[va], params.C_grid),
                                     Y, ctx.rng, log_loss, progress=lambda f: ctx.progress(f, "inner CV over C"))
             params, diagnostics = choice.best, choice.diagnostics()
         P = logistic_path(Z_tr, Y, Z_te, (params.C,))[0]

@@ -180,7 +180,7 @@ def test_inner_cv_choice_of_C_is_the_brute_force_choice():
     Y_all = np.where(np.random.default_rng(1).random(Y_all.shape) < 0.15, 1 - Y_all, Y_all)  # label noise: C matters
     X, Y = X_all[:120], Y_all[:120]
     params = MLLRParams(C_grid=(0.001, 0.01, 0.1, 1.0, 100.0))
-    choice = select_on_path(params, "C", lambda tr, va: logistic_path(X[tr], Y[tr], X[va], params.C_grid),
+    choice = select_on_path(params, {"C": params.C_grid}, lambda tr, va: logistic_path(X[tr], Y[tr], X[va], params.C_grid),
                             Y, np.random.default_rng(5), log_loss)
     ids = inner_fold_ids(120, params.inner_folds, np.random.default_rng(5))
     brute = []

@@ -78,7 +78,7 @@ def knn_phases(name, split, X, k=10):
             return mlknn_tables(Y, nb_tr, k)
         Z = neighbour_label_rates(Y, nb_tr)
         p = IBLRParams()
-        C = select_on_path(p, "C", lambda tr, va: logistic_path(Z[tr], Y[tr], Z[va], p.C_grid), Y,
+        C = select_on_path(p, {"C": p.C_grid}, lambda tr, va: logistic_path(Z[tr], Y[tr], Z[va], p.C_grid), Y,
                            np.random.default_rng(0), log_loss).best.C
         with warnings.catch_warnings(), single_threaded_blas():
             warnings.simplefilter("ignore")
