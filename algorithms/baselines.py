@@ -48,27 +48,6 @@ class ColumnMean(Algorithm):
         return Prediction(values=np.broadcast_to(column_means(M), M.shape).copy())
 
 
-def one_vs_rest(make_model, X_train, Y_train, X_test, score_of):
-    """Fit one binary model per label on the rows where that label is known.
-
-    A label whose known training entries are all one class gets a constant score (its prior), so
-    degenerate folds never crash. Returns (scores, labels) of shape (n_test, L).
-    """
-    n_test, L = X_test.shape[0], Y_train.shape[1]
-    scores = np.zeros((n_test, L))
-    labels = np.zeros((n_test, L))
-    for j in range(L):  # one independent model per label: the loop is over models, not entries
-        known = ~np.isnan(Y_train[:, j])
-        y = Y_train[known, j]
-        if known.sum() == 0 or np.all(y == y[0]):
-            prior = float(y.mean()) if y.size else 0.0
-            scores[:, j], labels[:, j] = prior - 0.5, float(prior > 0.5)
-            continue
-        model = make_model().fit(X_train[known], y.astype(int))
-        scores[:, j], labels[:, j] = score_of(model, X_test)
-    return scores, labels
-
-
 def single_threaded_blas():
     """Context in which BLAS runs on one thread: the baselines make hundreds of small fits, where
     BLAS threads cost more than they save (a 475 × 72 logistic regression: 0.01 s on one thread,
