@@ -19,7 +19,8 @@ and unknown (u) blocks have the closed-form fixed point δ = Σ [m ⊙ (y − g(
 (m = known mask); for ``bohning`` the unknown entries' quadratic terms are majorised at the current
 mean so the joint update stays exact (each iteration raises the bound), and for ``jj`` they are
 solved by majorised (MM) sweeps. Prediction is the matrix product W x (4.11); labels are decided by
-the sign rule (4.12) or, by default, by one threshold chosen on the training rows (`cardinality_offset`).
+the sign rule (4.12) or, by default, by one threshold chosen on the training rows
+(`calibrated_offset`; `cardinality_offset` as an option).
 
 A matrix-normal prior W ~ MN(0, Σ, I/ridge) keeps the normal equations (4.7) well posed:
 W = (Σ_n μ̂_n x_nᵀ)(Σ_n x_n x_nᵀ + ridge·I)⁻¹. That prior's normaliser makes the bound unbounded as
@@ -307,12 +308,10 @@ def cardinality_offset(eta: np.ndarray, Y: np.ndarray) -> float:
     predicted labels as they have relevant ones: #{known (n, l) : η_nl > t} = #{known (n, l) : y_nl = 1}.
 
     η are the training rows' predictions W x (4.11), the same predictor test rows get (not the
-    variational means, which have seen the labels). The sign rule (4.12) is t = 0; BMR's predictions
-    W x are shrunk towards each label's mean (the ridge and the variational fit attenuate W), so on
-    sparse label sets it predicts far fewer labels than there are (genbase: 0.01 per row against 1.2).
-    Matching the training cardinality (Yang 2001's proportional cut, one offset for all labels so
-    rare labels do not get a threshold of their own fitted to a handful of rows) restores them
-    without trading away Hamming loss. Cost O(nL log nL).
+    variational means, which have seen the labels). Yang 2001's proportional cut, one offset for all
+    labels so rare labels do not get a threshold fitted to a handful of rows. It favours F1 over
+    Hamming loss: on CAL500 (26 of 174 labels per row) micro-F1 0.47 against 0.40 for
+    `calibrated_offset`, Hamming loss 0.157 against 0.135 (predicting nothing: 0.149). Cost O(nL log nL).
     """
     Y = np.asarray(Y, dtype=float)
     known = ~np.isnan(Y)
@@ -325,6 +324,29 @@ def cardinality_offset(eta: np.ndarray, Y: np.ndarray) -> float:
     if k >= s.size:
         return float(s[-1] - 1.0)
     return float(0.5 * (s[k - 1] + s[k]))
+
+
+def calibrated_offset(eta: np.ndarray, Y: np.ndarray, C: float = 1e4) -> float:
+    """The decision threshold t on η (one for all labels) where a calibration map fit on the training
+    rows gives probability ½: P(y = 1 | η) = σ(a η + b) by (barely regularised) logistic regression
+    over the known entries, t = −b / a (Platt 1999, one map shared by the labels).
+
+    The sign rule (4.12) trusts σ(η) as the probability; BMR's W x is shrunk towards each label's mean
+    (the ridge and the variational fit attenuate W), so σ(η) is under-confident and the rule predicts
+    too few labels (genbase: 0.01 per row against 1.2). At the calibrated ½ the decisions are the
+    Hamming-loss-optimal ones under the calibration map. Falls back to 0 when the map does not
+    increase (a ≤ 0). Cost: one 1-D logistic regression on the nL known entries.
+    """
+    from sklearn.linear_model import LogisticRegression
+
+    Y = np.asarray(Y, dtype=float)
+    known = ~np.isnan(Y)
+    s, y = eta[known], Y[known].astype(int)
+    if s.size == 0 or np.all(y == y[0]):
+        return 0.0
+    fit = LogisticRegression(C=C, max_iter=1000).fit(s[:, None], y)
+    a, b = float(fit.coef_[0, 0]), float(fit.intercept_[0])
+    return -b / a if a > 0 else 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -343,9 +365,10 @@ class BMRParams(Params):
                         Interval(1, None))
     psi: float = param(1.0, "scale ψ of the inverse-Wishart IW(ψ I, L + 1) prior on Σ ('bohning', 'jj'); keeps the "
                        "bound bounded", Interval(0, None, "neither"))
-    decision: str = param("cardinality", "label decisions: 'cardinality' (one threshold on W x chosen so the training rows "
-                          "get as many predicted labels as relevant ones) or 'sign' (η > 0, the thesis's rule 4.12)",
-                          Options("cardinality", "sign"))
+    decision: str = param("calibrated", "label decisions: 'calibrated' (one threshold on W x where a logistic calibration "
+                          "map fit on the training rows reaches ½), 'cardinality' (one threshold giving the training rows "
+                          "as many predicted labels as relevant ones: higher F1, higher Hamming loss) or 'sign' (η > 0, "
+                          "the thesis's rule 4.12)", Options("calibrated", "cardinality", "sign"))
 
 
 @register
@@ -355,7 +378,7 @@ class BMR(Algorithm):
     name = "bmr"
     tasks = frozenset({"multilabel", "missing"})
     Params = BMRParams
-    version = "4"  # constant features left out of the fit; decisions at the training cardinality
+    version = "5"  # constant features left out of the fit (4); calibrated decisions by default (5)
 
     def run(self, split, params, ctx):
         its = params.iterations or (5 if params.bound == "taylor" else 200)
@@ -371,7 +394,9 @@ class BMR(Algorithm):
             model = fit_bmr(split.X_train, split.Y_train, **kw)
             eta = model.predict(split.X_test)
             offset = 0.0
-            if params.decision == "cardinality":
+            if params.decision == "calibrated":
+                offset = calibrated_offset(model.predict(split.X_train), split.Y_train)
+            elif params.decision == "cardinality":
                 offset = cardinality_offset(model.predict(split.X_train), split.Y_train)
             pred = Prediction(scores=eta, labels=(eta > offset).astype(float))
             pred.diagnostics["decision_offset"] = offset
