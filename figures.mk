@@ -14,7 +14,7 @@ FIGOUT    ?= figures
 FIGDATA   ?= $(if $(MALT_DATA),$(MALT_DATA),../shared/datasets)
 CVFLAGS   ?=
 # In quick mode only these algorithms run (extend as algorithms land in the registry).
-ALGOS_AVAILABLE ?= mllr mlsvm column-mean pmf bmr mlknn iblr ccml
+ALGOS_AVAILABLE ?= mllr mlsvm column-mean pmf bmr mlknn iblr ccml rf ecc clr
 # Registered but slower, or still being written; add to ALGOS_AVAILABLE once quick enough.
 ALGOS_PENDING   ?= gpr pma-map pma-gibbs pma-exact ilmc gf gwem lnp lgc tikreg ck ltsalp
 ALGOS_ONLY ?=

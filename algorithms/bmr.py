@@ -18,7 +18,9 @@ Unknown labels (NaN) contribute no likelihood term; the coupled updates (4.9)–
 and unknown (u) blocks have the closed-form fixed point δ = Σ [m ⊙ (y − g(ζ))] for ``taylor``
 (m = known mask); for ``bohning`` the unknown entries' quadratic terms are majorised at the current
 mean so the joint update stays exact (each iteration raises the bound), and for ``jj`` they are
-solved by majorised (MM) sweeps. Prediction is the matrix product W x (4.11) with the sign rule (4.12).
+solved by majorised (MM) sweeps. Prediction is the matrix product W x (4.11); labels are decided by
+the sign rule (4.12) or, by default, by one threshold chosen on the training rows
+(`calibrated_offset`; `cardinality_offset` as an option).
 
 A matrix-normal prior W ~ MN(0, Σ, I/ridge) keeps the normal equations (4.7) well posed:
 W = (Σ_n μ̂_n x_nᵀ)(Σ_n x_n x_nᵀ + ridge·I)⁻¹. That prior's normaliser makes the bound unbounded as
@@ -193,6 +195,11 @@ def fit_bmr(X, Y, *, bound: str = "bohning", iterations: int = 200, tol: float =
     Parameters
     ----------
     X : (n, k) features (dense or sparse); standardised on these rows, a bias column is appended.
+        Features constant on these rows are left out of the fit (their weights are 0): they carry no
+        information, yet under the matrix-normal prior each column of W adds ½ log|Σ⁻¹| to the bound,
+        so they drag Σ, and with it every EM step, towards zero. On genbase (1,081 of 1,186 features
+        constant within a training fold) EM then stalls near W = 0: average precision 0.74 with them,
+        0.99 without.
     Y : (n, L) labels in {0, 1}, NaN where unknown (§4.3.4).
     bound : 'taylor' for the thesis's updates (4.5)–(4.8) run for exactly ``iterations`` sweeps, or
         'bohning' for the quadratic bound (joint (μ, W) updates, ``joint_mean_update``) or 'jj',
@@ -215,7 +222,8 @@ def fit_bmr(X, Y, *, bound: str = "bohning", iterations: int = 200, tol: float =
     if mean is None:
         mean, std = X.mean(0), X.std(0)
         std = np.where(std > 0, std, 1.0)
-    Xd = design_matrix(X, mean, std)
+    informative = np.ptp(X, axis=0) > 0 if X.shape[0] else np.zeros(X.shape[1], bool)
+    Xd = design_matrix(X[:, informative], mean[informative], std[informative])
     n, L = Y.shape
     d = Xd.shape[1]
     XtX = Xd.T @ Xd  # once: every W update and residual scatter reuses it
@@ -290,7 +298,55 @@ def fit_bmr(X, Y, *, bound: str = "bohning", iterations: int = 200, tol: float =
             trace.append(jj_bound(Yk, known, Xd, W, Sigma, mu, S, ridge, RtR, psi))
             if len(trace) > 1 and abs(trace[-1] - trace[-2]) <= tol * known.sum():
                 break
-    return BMRModel(W=W, Sigma=Sigma, mean=mean, std=std, mu=mu, bound=trace, iterations=it)
+    W_full = np.zeros((L, X.shape[1] + 1))  # constant features get weight 0
+    W_full[:, np.r_[informative, True]] = W
+    return BMRModel(W=W_full, Sigma=Sigma, mean=mean, std=std, mu=mu, bound=trace, iterations=it)
+
+
+def cardinality_offset(eta: np.ndarray, Y: np.ndarray) -> float:
+    """The decision threshold t on η (one for all labels) under which the training rows get as many
+    predicted labels as they have relevant ones: #{known (n, l) : η_nl > t} = #{known (n, l) : y_nl = 1}.
+
+    η are the training rows' predictions W x (4.11), the same predictor test rows get (not the
+    variational means, which have seen the labels). Yang 2001's proportional cut, one offset for all
+    labels so rare labels do not get a threshold fitted to a handful of rows. It favours F1 over
+    Hamming loss: on CAL500 (26 of 174 labels per row) micro-F1 0.47 against 0.40 for
+    `calibrated_offset`, Hamming loss 0.157 against 0.135 (predicting nothing: 0.149). Cost O(nL log nL).
+    """
+    Y = np.asarray(Y, dtype=float)
+    known = ~np.isnan(Y)
+    s = np.sort(eta[known])[::-1]
+    k = int(np.sum(Y[known] > 0))
+    if s.size == 0:
+        return 0.0
+    if k == 0:
+        return float(s[0] + 1.0)
+    if k >= s.size:
+        return float(s[-1] - 1.0)
+    return float(0.5 * (s[k - 1] + s[k]))
+
+
+def calibrated_offset(eta: np.ndarray, Y: np.ndarray, C: float = 1e4) -> float:
+    """The decision threshold t on η (one for all labels) where a calibration map fit on the training
+    rows gives probability ½: P(y = 1 | η) = σ(a η + b) by (barely regularised) logistic regression
+    over the known entries, t = −b / a (Platt 1999, one map shared by the labels).
+
+    The sign rule (4.12) trusts σ(η) as the probability; BMR's W x is shrunk towards each label's mean
+    (the ridge and the variational fit attenuate W), so σ(η) is under-confident and the rule predicts
+    too few labels (genbase: 0.01 per row against 1.2). At the calibrated ½ the decisions are the
+    Hamming-loss-optimal ones under the calibration map. Falls back to 0 when the map does not
+    increase (a ≤ 0). Cost: one 1-D logistic regression on the nL known entries.
+    """
+    from sklearn.linear_model import LogisticRegression
+
+    Y = np.asarray(Y, dtype=float)
+    known = ~np.isnan(Y)
+    s, y = eta[known], Y[known].astype(int)
+    if s.size == 0 or np.all(y == y[0]):
+        return 0.0
+    fit = LogisticRegression(C=C, max_iter=1000).fit(s[:, None], y)
+    a, b = float(fit.coef_[0, 0]), float(fit.intercept_[0])
+    return -b / a if a > 0 else 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -309,6 +365,10 @@ class BMRParams(Params):
                         Interval(1, None))
     psi: float = param(1.0, "scale ψ of the inverse-Wishart IW(ψ I, L + 1) prior on Σ ('bohning', 'jj'); keeps the "
                        "bound bounded", Interval(0, None, "neither"))
+    decision: str = param("calibrated", "label decisions: 'calibrated' (one threshold on W x where a logistic calibration "
+                          "map fit on the training rows reaches ½), 'cardinality' (one threshold giving the training rows "
+                          "as many predicted labels as relevant ones: higher F1, higher Hamming loss) or 'sign' (η > 0, "
+                          "the thesis's rule 4.12)", Options("calibrated", "cardinality", "sign"))
 
 
 @register
@@ -318,7 +378,7 @@ class BMR(Algorithm):
     name = "bmr"
     tasks = frozenset({"multilabel", "missing"})
     Params = BMRParams
-    version = "3"  # joint (μ, W) Böhning updates, IW prior on Σ, tol 1e-3 per known label entry
+    version = "5"  # constant features left out of the fit (4); calibrated decisions by default (5)
 
     def run(self, split, params, ctx):
         its = params.iterations or (5 if params.bound == "taylor" else 200)
@@ -333,7 +393,13 @@ class BMR(Algorithm):
         else:
             model = fit_bmr(split.X_train, split.Y_train, **kw)
             eta = model.predict(split.X_test)
-            pred = Prediction(scores=eta, labels=(eta > 0).astype(float))
-        pred.diagnostics = {"iterations": model.iterations, "trace_sigma": float(np.trace(model.Sigma)),
-                            "bound": [round(b, 6) for b in model.bound]}
+            offset = 0.0
+            if params.decision == "calibrated":
+                offset = calibrated_offset(model.predict(split.X_train), split.Y_train)
+            elif params.decision == "cardinality":
+                offset = cardinality_offset(model.predict(split.X_train), split.Y_train)
+            pred = Prediction(scores=eta, labels=(eta > offset).astype(float))
+            pred.diagnostics["decision_offset"] = offset
+        pred.diagnostics.update(iterations=model.iterations, trace_sigma=float(np.trace(model.Sigma)),
+                                bound=[round(b, 6) for b in model.bound])
         return pred

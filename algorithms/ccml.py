@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from malt.params import Options, Interval, Params, param
+from malt.params import Options, Interval, param
 from malt.registry import Algorithm, register
 from malt.splits import Prediction
 
-from .baselines import _scaled
+from .baselines import MultilabelCVParams, _scaled, log_loss, select_on_path, single_threaded_blas
 
 
 def classifier_chain(X_train, Y_train, X_test, order, make_model):
@@ -42,19 +42,21 @@ def classifier_chain(X_train, Y_train, X_test, order, make_model):
 
 
 @dataclass(frozen=True, kw_only=True)
-class CCMLParams(Params):
-    C: float = param(1.0, "inverse L2 regularisation of the logistic regressions", Interval(0, None, "neither"))
+class CCMLParams(MultilabelCVParams):
+    C_grid: tuple[float, ...] = param((0.01, 0.1, 1.0, 10.0), "candidates for C (select=inner-cv)",
+                                      Interval(0, None, "neither"))
     order: str = param("random", "chain order: 'random' (from the run's seed) or 'given' (label order)",
                        Options("random", "given"))
 
 
 @register
 class CCML(Algorithm):
-    """Classifier chain of logistic regressions (Read et al. 2009)."""
+    """Classifier chain of logistic regressions (Read et al. 2009), C by inner CV (held-out log-loss of the chain)."""
 
     name = "ccml"
     tasks = frozenset({"multilabel"})
     Params = CCMLParams
+    version = "2"  # C chosen by inner CV by default
 
     def run(self, split, params, ctx):
         from sklearn.exceptions import ConvergenceWarning
@@ -64,8 +66,17 @@ class CCML(Algorithm):
         Y = np.asarray(split.Y_train, dtype=float)
         L = Y.shape[1]
         order = ctx.rng.permutation(L) if params.order == "random" else np.arange(L)
-        with warnings.catch_warnings():
+
+        def chain(X_fit, Y_fit, X_pred, C):
+            return classifier_chain(X_fit, Y_fit, X_pred, order, lambda: LogisticRegression(C=C, max_iter=1000))
+
+        diagnostics = {}
+        with warnings.catch_warnings(), single_threaded_blas():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            scores, labels = classifier_chain(X_tr, Y, X_te, order,
-                                              lambda: LogisticRegression(C=params.C, max_iter=1000))
-        return Prediction(scores=scores, labels=labels.astype(float))
+            if params.select == "inner-cv":
+                choice = select_on_path(
+                    params, {"C": params.C_grid}, lambda tr, va: np.stack([chain(X_tr[tr], Y[tr], X_tr[va], C)[0] for C in params.C_grid]),
+                    Y, ctx.rng, log_loss, progress=lambda f: ctx.progress(f, "inner CV over C"))
+                params, diagnostics = choice.best, choice.diagnostics()
+            scores, labels = chain(X_tr, Y, X_te, params.C)
+        return Prediction(scores=scores, labels=labels.astype(float), diagnostics=diagnostics)

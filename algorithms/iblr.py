@@ -7,16 +7,15 @@ training row whose target label is unknown is dropped from that label's regressi
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from malt.params import Interval, Params, param
+from malt.params import Interval, param
 from malt.registry import Algorithm, register
 from malt.splits import Prediction
 
-from .baselines import _scaled, one_vs_rest
+from .baselines import MultilabelCVParams, _scaled, log_loss, logistic_path, select_on_path
 from .mlknn import fold_neighbours
 
 
@@ -31,38 +30,42 @@ def neighbour_label_rates(Y: np.ndarray, neighbours: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True, kw_only=True)
-class IBLRParams(Params):
+class IBLRParams(MultilabelCVParams):
     k: int = param(10, "number of neighbours", Interval(1, None))
-    C: float = param(1.0, "inverse L2 regularisation of the logistic regressions", Interval(0, None, "neither"))
+    C_grid: tuple[float, ...] = param((0.1, 1.0, 10.0, 100.0, 1000.0), "candidates for C (select=inner-cv)",
+                                      Interval(0, None, "neither"))
     features: bool = param(False, "also use the standardised features (IBLR-ML+)")
 
 
 @register
 class IBLR(Algorithm):
-    """IBLR-ML: logistic regression on neighbours' label frequencies (Cheng & Hüllermeier 2009)."""
+    """IBLR-ML: logistic regression on neighbours' label frequencies (Cheng & Hüllermeier 2009), C by inner CV.
+
+    The regressions' inputs are L label rates in [0, 1], so the fixed C = 1 of earlier versions shrank
+    them hard (average precision 66.8 % against 77.1 % at C = 100 on a held-out MULAN set). The inner
+    CV reuses the training rows' neighbour rates (computed among all training rows, each row's own
+    label excluded), so an inner-validation row's label can appear in an inner-training row's
+    inputs, never in its own.
+    """
 
     name = "iblr"
     tasks = frozenset({"multilabel"})
     Params = IBLRParams
-    version = "2"  # neighbours in features scaled with the training rows' statistics (v1: all rows)
+    version = "3"  # v2: C chosen by inner CV by default; v3: neighbours in features scaled with the training
+    #                rows' statistics (before: all rows)
 
     def run(self, split, params, ctx):
-        from sklearn.exceptions import ConvergenceWarning
-        from sklearn.linear_model import LogisticRegression
-
         nb_tr, nb_te = fold_neighbours(split, ctx, params.k)
         Y = np.asarray(split.Y_train, dtype=float)
         Z_tr, Z_te = neighbour_label_rates(Y, nb_tr), neighbour_label_rates(Y, nb_te)
         if params.features:
             X_tr, X_te = _scaled(split, True)
             Z_tr, Z_te = np.hstack([Z_tr, X_tr]), np.hstack([Z_te, X_te])
-
-        def score(model, X):
-            p = model.predict_proba(X)[:, 1]
-            return p, (p > 0.5).astype(float)
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            scores, labels = one_vs_rest(lambda: LogisticRegression(C=params.C, max_iter=1000),
-                                         Z_tr, Y, Z_te, score)
-        return Prediction(scores=scores, labels=labels)
+        diagnostics = {}
+        if params.select == "inner-cv":
+            choice = select_on_path(params, {"C": params.C_grid},
+                                    lambda tr, va: logistic_path(Z_tr[tr], Y[tr], Z_tr[va], params.C_grid),
+                                    Y, ctx.rng, log_loss, progress=lambda f: ctx.progress(f, "inner CV over C"))
+            params, diagnostics = choice.best, choice.diagnostics()
+        P = logistic_path(Z_tr, Y, Z_te, (params.C,))[0]
+        return Prediction(scores=P, labels=(P > 0.5).astype(float), diagnostics=diagnostics)

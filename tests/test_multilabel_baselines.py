@@ -8,6 +8,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import NearestNeighbors
 
+from malt.algorithms.baselines import MLLR, MLLRParams, log_loss, logistic_path, select_on_path
 from malt.algorithms.ccml import CCML, CCMLParams, classifier_chain
 from malt.algorithms.iblr import IBLR, IBLRParams, neighbour_label_rates
 from malt.algorithms.mlknn import MLkNN, MLkNNParams, mlknn_posteriors, mlknn_tables
@@ -105,7 +106,7 @@ def test_iblr_features_and_regressions_match_brute_force():
     X, Y = _data(n=140, seed=5)
     ctx = Context.for_arrays(X)
     k = 6
-    p = IBLR().run(_split(X, Y, 100), IBLRParams(k=k, C=2.0), ctx)
+    p = IBLR().run(_split(X, Y, 100), IBLRParams(k=k, C=2.0, select="none"), ctx)
     Z = (X - X[:100].mean(0)) / X[:100].std(0)
     nb_tr, nb_te = _raw_neighbours(Z[:100], Z[100:], k)
     F_tr = np.array([[Y[nb, l].mean() for l in range(Y.shape[1])] for nb in nb_tr])
@@ -139,6 +140,7 @@ def test_chain_with_unknown_labels_and_the_registered_wrapper():
     assert np.mean(p.labels == Y[120:]) > 0.7  # the labels are a noisy linear function of X
 
 
+@pytest.mark.timeout(120)
 def test_baselines_quality_bar_on_emotions():
     require_data("multilabel/emotions/emotions-train.arff")
     from malt import metrics
@@ -154,3 +156,46 @@ def test_baselines_quality_bar_on_emotions():
     for algo, params in [(MLkNN(), MLkNNParams()), (IBLR(), IBLRParams()), (CCML(), CCMLParams())]:
         p = algo.run(split, params, ctx)
         assert metrics.one_error(Y[475:], p.scores) < 0.38, algo.name
+
+
+def test_logistic_path_warm_starts_reach_the_cold_fits():
+    X, Y = _data(n=150, seed=11)
+    Y[:100][np.random.default_rng(0).random((100, 4)) < 0.2] = np.nan
+    Cs = (10.0, 0.01, 1.0)
+    path = logistic_path(X[:100], Y[:100], X[100:], Cs)
+    for i, C in enumerate(Cs):
+        for l in range(4):
+            known = ~np.isnan(Y[:100, l])
+            ref = LogisticRegression(C=C, max_iter=1000).fit(X[:100][known], Y[:100][known, l].astype(int))
+            # both stop at lbfgs's gradient tolerance (1e-4) from different starts: 4e-4 apart at most here
+            np.testing.assert_allclose(path[i, :, l], ref.predict_proba(X[100:])[:, 1], atol=2e-3)
+
+
+def test_inner_cv_choice_of_C_is_the_brute_force_choice():
+    """select_on_path + malt.selection against a hand-written inner CV: same folds (the run's rng), one cold
+    logistic regression per label, fold and C, mean held-out log-loss weighted by fold size."""
+    from malt.selection import inner_fold_ids
+
+    X_all, Y_all = _data(n=130, d=12, seed=12)
+    Y_all = np.where(np.random.default_rng(1).random(Y_all.shape) < 0.15, 1 - Y_all, Y_all)  # label noise: C matters
+    X, Y = X_all[:120], Y_all[:120]
+    params = MLLRParams(C_grid=(0.001, 0.01, 0.1, 1.0, 100.0))
+    choice = select_on_path(params, {"C": params.C_grid}, lambda tr, va: logistic_path(X[tr], Y[tr], X[va], params.C_grid),
+                            Y, np.random.default_rng(5), log_loss)
+    ids = inner_fold_ids(120, params.inner_folds, np.random.default_rng(5))
+    brute = []
+    for C in params.C_grid:
+        total = 0.0
+        for f in range(params.inner_folds):
+            tr, va = ids != f, ids == f
+            P = np.column_stack([LogisticRegression(C=C, max_iter=1000).fit(X[tr], Y[tr, l].astype(int))
+                                 .predict_proba(X[va])[:, 1] for l in range(4)])
+            total += log_loss(Y[va], P) * va.sum()
+        brute.append(total / 120)
+    np.testing.assert_allclose(choice.scores, brute, rtol=1e-3)
+    assert choice.best.C == params.C_grid[int(np.argmin(brute))]
+    assert choice.best.select == "none"
+    # the registered run makes the same choice from its own rng and reports it
+    p = MLLR().run(_split(X_all, Y_all, 120), MLLRParams(C_grid=params.C_grid, scale=False),
+                   Context.for_arrays(X_all, seed=5))
+    assert p.diagnostics["selected"] == {"C": choice.best.C}
