@@ -337,16 +337,22 @@ def calibrated_offset(eta: np.ndarray, Y: np.ndarray, C: float = 1e4) -> float:
     Hamming-loss-optimal ones under the calibration map. Falls back to 0 when the map does not
     increase (a ≤ 0). Cost: one 1-D logistic regression on the nL known entries.
     """
+    return calibration_map(eta, Y, C)[1]
+
+
+def calibration_map(eta: np.ndarray, Y: np.ndarray, C: float = 1e4) -> tuple[float, float]:
+    """(a, t) of the calibration map P(y = 1 | η) = σ(a (η − t)) fit on the training rows (see
+    `calibrated_offset`); (1, 0), the sign rule's σ(η), when the map does not increase."""
     from sklearn.linear_model import LogisticRegression
 
     Y = np.asarray(Y, dtype=float)
     known = ~np.isnan(Y)
     s, y = eta[known], Y[known].astype(int)
     if s.size == 0 or np.all(y == y[0]):
-        return 0.0
+        return 1.0, 0.0
     fit = LogisticRegression(C=C, max_iter=1000).fit(s[:, None], y)
     a, b = float(fit.coef_[0, 0]), float(fit.intercept_[0])
-    return -b / a if a > 0 else 0.0
+    return (a, -b / a) if a > 0 else (1.0, 0.0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -380,26 +386,42 @@ class BMR(Algorithm):
     Params = BMRParams
     version = "5"  # constant features left out of the fit (4); calibrated decisions by default (5)
 
-    def run(self, split, params, ctx):
+    @staticmethod
+    def _fit_options(params) -> dict:
         its = params.iterations or (5 if params.bound == "taylor" else 200)
-        kw = dict(bound=params.bound, iterations=its, tol=params.tol, ridge=params.ridge,
-                  sweeps=params.sweeps, psi=params.psi)
-        if isinstance(split, MissingSplit):
-            M = split.M
-            Y = np.where(np.isnan(M), np.nan, (M > 0).astype(float))
-            X = np.zeros((M.shape[0], 0)) if split.X is None else split.X
-            model = fit_bmr(X, Y, **kw)
-            pred = Prediction(values=model.mu)
-        else:
-            model = fit_bmr(split.X_train, split.Y_train, **kw)
-            eta = model.predict(split.X_test)
-            offset = 0.0
-            if params.decision == "calibrated":
-                offset = calibrated_offset(model.predict(split.X_train), split.Y_train)
-            elif params.decision == "cardinality":
-                offset = cardinality_offset(model.predict(split.X_train), split.Y_train)
-            pred = Prediction(scores=eta, labels=(eta > offset).astype(float))
-            pred.diagnostics["decision_offset"] = offset
-        pred.diagnostics.update(iterations=model.iterations, trace_sigma=float(np.trace(model.Sigma)),
-                                bound=[round(b, 6) for b in model.bound])
-        return pred
+        return dict(bound=params.bound, iterations=its, tol=params.tol, ridge=params.ridge, sweeps=params.sweeps,
+                    psi=params.psi)
+
+    def fit_model(self, split, params, ctx):
+        """The inductive half of `run` on a multilabel split: the fitted model and its decision
+        threshold from the training rows (what `malt.estimators.BMRClassifier.fit` keeps)."""
+        model = fit_bmr(split.X_train, split.Y_train, **self._fit_options(params))
+        slope, offset = 1.0, 0.0
+        if params.decision == "calibrated":
+            slope, offset = calibration_map(model.predict(split.X_train), split.Y_train)
+        elif params.decision == "cardinality":
+            offset = cardinality_offset(model.predict(split.X_train), split.Y_train)
+        return model, slope, offset
+
+    def predict_model(self, fitted, split, params, ctx) -> Prediction:
+        """Scores η = W x, decisions η > t, and in ``extras['probabilities']`` σ(a (η − t)), the
+        calibration map's probabilities (σ(η) for the sign rule), which exceed ½ exactly where a label
+        is predicted."""
+        model, slope, offset = fitted
+        eta = model.predict(split.X_test)
+        probabilities = 1.0 / (1.0 + np.exp(-np.clip(slope * (eta - offset), -500, 500)))
+        return Prediction(scores=eta, labels=(eta > offset).astype(float), extras={"probabilities": probabilities},
+                          diagnostics={"decision_offset": offset, "iterations": model.iterations,
+                                       "trace_sigma": float(np.trace(model.Sigma)),
+                                       "bound": [round(b, 6) for b in model.bound]})
+
+    def run(self, split, params, ctx):
+        if not isinstance(split, MissingSplit):
+            return self.predict_model(self.fit_model(split, params, ctx), split, params, ctx)
+        M = split.M
+        Y = np.where(np.isnan(M), np.nan, (M > 0).astype(float))
+        X = np.zeros((M.shape[0], 0)) if split.X is None else split.X
+        model = fit_bmr(X, Y, **self._fit_options(params))
+        return Prediction(values=model.mu, diagnostics={"iterations": model.iterations,
+                                                        "trace_sigma": float(np.trace(model.Sigma)),
+                                                        "bound": [round(b, 6) for b in model.bound]})

@@ -57,10 +57,14 @@ def mlknn_posteriors(Y: np.ndarray, train_neighbours: np.ndarray, test_neighbour
                      k: int, s: float = 1.0) -> np.ndarray:
     """ML-kNN posterior P(H¹_l | E^l_{C_l}) for every test row and label (Bayes rule on ``mlknn_tables``)."""
     Y = np.asarray(Y, dtype=float)
-    L = Y.shape[1]
-    prior1, like1, like0 = mlknn_tables(Y, train_neighbours, k, s)
+    return posteriors_from_tables(Y, test_neighbours, k, mlknn_tables(Y, train_neighbours, k, s))
+
+
+def posteriors_from_tables(Y: np.ndarray, test_neighbours: np.ndarray, k: int, tables) -> np.ndarray:
+    """Bayes rule of ML-kNN for test rows whose neighbours (positions into Y) are given."""
+    prior1, like1, like0 = tables
     Ct = neighbour_counts(Y, test_neighbours, k, prior1)
-    lab = np.arange(L)[None, :]
+    lab = np.arange(Y.shape[1])[None, :]
     p1 = prior1[None, :] * like1[lab, Ct]
     p0 = (1 - prior1)[None, :] * like0[lab, Ct]
     return p1 / (p1 + p0)
@@ -95,7 +99,18 @@ class MLkNN(Algorithm):
     Params = MLkNNParams
     version = "2"  # neighbours in features scaled with the training rows' statistics (v1: all rows)
 
-    def run(self, split, params, ctx):
-        nb_tr, nb_te = fold_neighbours(split, ctx, params.k)
-        P = mlknn_posteriors(split.Y_train, nb_tr, nb_te, params.k, params.s)
+    def fit_model(self, split, params, ctx):
+        """The inductive half of `run`: the training rows' neighbour statistics (Zhang & Zhou, Fig. 1)."""
+        tr = np.asarray(split.train_index)
+        nb_tr, _ = ctx.knn(params.k, query=tr, among=tr)
+        Y = np.asarray(split.Y_train, dtype=float)
+        return tr, Y, mlknn_tables(Y, positions(tr, nb_tr), params.k, params.s)
+
+    def predict_model(self, fitted, split, params, ctx) -> Prediction:
+        tr, Y, tables = fitted
+        nb_te, _ = ctx.knn(params.k, query=np.asarray(split.test_index), among=tr, exclude_self=False)
+        P = posteriors_from_tables(Y, positions(tr, nb_te), params.k, tables)
         return Prediction(scores=P, labels=(P >= 0.5).astype(float))
+
+    def run(self, split, params, ctx):
+        return self.predict_model(self.fit_model(split, params, ctx), split, params, ctx)

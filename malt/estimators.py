@@ -82,8 +82,9 @@ class MultilabelEstimator(ClassifierMixin, _MaltEstimator):
     ``predict`` gives 0/1 decisions, ``predict_proba`` per-label probabilities. A 1-d ``y`` (binary or
     multi-class) is fit as one label per class and predicted as the most probable class.
 
-    Probabilities: the algorithm's scores when they are probabilities already (ML-kNN's posteriors),
-    else the logistic function of its log-odds scores (BMR)."""
+    ``predict`` returns the algorithm's own decisions and ``predict_proba`` its probabilities: those
+    it reports (BMR's calibration map), else its scores when they are probabilities already (ML-kNN's
+    posteriors), else their logistic function."""
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -116,7 +117,7 @@ class MultilabelEstimator(ClassifierMixin, _MaltEstimator):
             known = Y[~np.isnan(Y)]
             if known.size == 0 or not np.isin(known, (0.0, 1.0)).all():
                 raise ValueError("Unknown label type: a 2-d y must hold 0/1 labels (NaN for unknown entries)")
-            self.classes_ = [np.array([0, 1]) for _ in range(Y.shape[1])]
+            self.classes_ = np.array([0, 1])  # of every label (scikit-learn's multilabel convention)
             self.multilabel_ = True
         self.X_train_, self.Y_train_ = X, Y
         self.n_features_in_ = X.shape[1]
@@ -127,7 +128,7 @@ class MultilabelEstimator(ClassifierMixin, _MaltEstimator):
             self.model_ = algo().fit_model(split, self._malt_params(), self._context(X))
         return self
 
-    def _scores(self, X) -> np.ndarray:
+    def _prediction(self, X):
         check_is_fitted(self, "Y_train_")
         X = _check_X(X)
         if X.shape[1] != self.n_features_in_:
@@ -139,16 +140,14 @@ class MultilabelEstimator(ClassifierMixin, _MaltEstimator):
         split = MultilabelSplit(self.X_train_, self.Y_train_, X, np.arange(n), np.arange(n, n + X.shape[0]), 0)
         ctx = self._context(np.vstack(dense))
         if self.model_ is not None:
-            prediction = algo().predict_model(self.model_, split, self._malt_params(), ctx)
-        else:
-            prediction = algo().run(split, self._malt_params(), ctx)
-        scores = np.asarray(prediction.scores, dtype=float)
-        if scores.min(initial=0.0) < 0 or scores.max(initial=1.0) > 1:
-            scores = 1.0 / (1.0 + np.exp(-scores))
-        return scores
+            return algo().predict_model(self.model_, split, self._malt_params(), ctx)
+        return algo().run(split, self._malt_params(), ctx)
 
     def predict_proba(self, X):
-        P = self._scores(X)
+        prediction = self._prediction(X)
+        P = np.asarray(prediction.extras.get("probabilities", prediction.scores), dtype=float)
+        if P.min(initial=0.0) < 0 or P.max(initial=1.0) > 1:
+            P = 1.0 / (1.0 + np.exp(-P))
         if self.multilabel_:
             return P
         if len(self.classes_) == 2:
@@ -156,10 +155,11 @@ class MultilabelEstimator(ClassifierMixin, _MaltEstimator):
         return P / np.where(P.sum(axis=1, keepdims=True) > 0, P.sum(axis=1, keepdims=True), 1.0)
 
     def predict(self, X):
-        P = self.predict_proba(X)
+        """The algorithm's own label decisions (BMR's calibrated threshold, ML-kNN's posterior ½)."""
+        check_is_fitted(self, "Y_train_")
         if self.multilabel_:
-            return (P >= 0.5).astype(int)
-        return self.classes_[np.argmax(P, axis=1)]
+            return np.asarray(self._prediction(X).labels).astype(int)
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
 
 class ImputerEstimator(TransformerMixin, _MaltEstimator):
