@@ -24,7 +24,8 @@ def repo(tmp_path_factory):
     for missing in ("0", "0.3"):
         result = CliRunner().invoke(main, ["cv", "--repo", str(path), "--quiet", "--dataset", "synthetic-multilabel",
                                            "--folds", "5", "--algo", "mllr", "--algo", "mlsvm",
-                                           "--param", "C=0.01,1", "--missing", missing])
+                                           "--param", "C=0.01,1", "--param", "select=none", "--param", "kernel=linear",
+                                           "--missing", missing])
         assert result.exit_code == 0, result.output
     return path
 
@@ -33,7 +34,8 @@ def repo(tmp_path_factory):
 def three_folds(tmp_path_factory):
     path = tmp_path_factory.mktemp("tables3") / "repo"
     result = CliRunner().invoke(main, ["cv", "--repo", str(path), "--quiet", "--dataset", "synthetic-multilabel",
-                                       "--folds", "3", "--algo", "mllr", "--algo", "mlsvm", "--param", "C=0.01,1"])
+                                       "--folds", "3", "--algo", "mllr", "--algo", "mlsvm", "--param", "C=0.01,1",
+                                       "--param", "select=none"])
     assert result.exit_code == 0, result.output
     return path
 
@@ -105,7 +107,7 @@ def test_incomplete_cells_show_n_of_planned_and_one_fold_shows_no_spread(repo):
     exp = sorted(rs.specs)[0]
     assert planned_folds(rs, exp) == 5
     frame = rs.frame
-    drop = (frame.experiment == exp) & (frame.display == "mllr") & (frame.fold == 4)
+    drop = (frame.experiment == exp) & (frame.display == "mllr[select=none]") & (frame.fold == 4)
     partial = type(rs)(frame[~drop].reset_index(drop=True), rs.specs)  # as if one unit were still missing
     family = next(f for f in families(partial) if exp in f.experiments)
     table = experiment_table(partial, type(family)(family.dataset, family.task, None, family.fixed, {exp: None}),
@@ -184,7 +186,8 @@ def test_a_published_row_with_params_matches_only_that_setting(repo):
                algorithm="mllr", printed="LR", metric="one_error", mean="10", std="")
     reference = pd.DataFrame([dict(row, params=""), dict(row, params="C=0.01")], columns=PUBLISHED_COLUMNS)
     table = comparison(rs, reference=reference)
-    assert sorted(table.display) == sorted(["mllr", "mllr[C=0.01]", "mllr[C=0.01]"])
+    assert sorted(table.display) == sorted(["mllr[select=none]", "mllr[C=0.01,select=none]",
+                                            "mllr[C=0.01,select=none]"])
     assert set(table.published) == {"10"} and set(table.folds) == {5}
     assert len(comparison(rs, reference=reference.assign(setting="folds=5;missing=0.3"))) == 3
     assert len(comparison(rs, reference=reference.assign(params="C=5;scale=true"))) == 0  # no such setting
