@@ -50,15 +50,17 @@ def _names(items) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def _strings(value) -> str:
-    """A Python value of a parameter or sweep as the command-line text `grid` parses."""
+def _strings(value, list_valued: bool = False) -> str:
+    """A Python value of a parameter or a sweep as the command-line text `grid` parses: a list sweeps
+    (its alternatives joined by ',' — by ';' for a list-valued parameter, whose own values are
+    tuples or comma-separated strings)."""
     if isinstance(value, str):
         return value
-    if isinstance(value, (list, set)):
-        return ";".join(_strings(v) if isinstance(v, tuple) else str(v) for v in value) \
-            if any(isinstance(v, tuple) for v in value) else ",".join(str(v) for v in value)
     if isinstance(value, tuple):
-        return ",".join(str(v) for v in value)
+        return ",".join(map(str, value))
+    if isinstance(value, (list, set)):
+        parts = [_strings(v) for v in value]
+        return (";" if list_valued else ",").join(parts)
     return str(value)
 
 
@@ -69,7 +71,8 @@ def algorithm_grid(algos, params: Mapping[str, Any]) -> list:
 
     used, entries = set(), []
     for algo in algos:
-        mine = {k: _strings(v) for k, v in params.items() if k in algo.Params.names()}
+        lists = {info.name for info in algo.Params._fields() if info.is_list}
+        mine = {k: _strings(v, k in lists) for k, v in params.items() if k in algo.Params.names()}
         used |= set(mine)
         entries += [(algo, p) for p in grid(algo.Params, mine)]
     unused = set(params) - used

@@ -19,8 +19,6 @@ import scipy.sparse as sp
 from malt import linalg
 from malt.params import canonical_json
 
-DENSE_DISTANCE_LIMIT = 6000
-"""Above this many rows kNN queries use a tree search instead of dense distances."""
 PRODUCER = "malt.context@2"
 """The producer of the context's shared artifacts (features, distances, kernels): every algorithm
 that asks for the same one shares it."""
@@ -151,36 +149,18 @@ class Context:
             exclude_self: bool = True):
         """The k nearest rows of ``among`` for each row of ``query`` (dataset row indices), the features
         scaled with the statistics of ``among`` (the candidates are the training rows: a query row's
-        own values never move the scale).
+        own values never move the scale); the search is malt's one kNN builder, `malt.graphs`.
 
         Returns (indices (len(query), k) into dataset rows, distances). A query row that is also in
         ``among`` does not count as its own neighbour when ``exclude_self``.
         """
+        from malt import graphs
+
         query, among = np.asarray(query), np.asarray(among)
         if k > len(among) - (1 if exclude_self else 0):
             raise ValueError(f"Expected k <= number of candidate neighbours, but k = {k}, candidates = {len(among)}")
         Z = self.scaled_features(scale, among)
-        n = Z.shape[0]
-        if n <= DENSE_DISTANCE_LIMIT:
-            D = linalg.sq_dists(Z[query], Z[among])
-            if exclude_self:
-                D[query[:, None] == among[None, :]] = np.inf
-            part = np.argpartition(D, k - 1, axis=1)[:, :k]
-            d = np.take_along_axis(D, part, 1)
-            order = np.argsort(d, axis=1, kind="stable")
-            idx = np.take_along_axis(part, order, 1)
-            return among[idx], np.sqrt(np.take_along_axis(d, order, 1))
-        from sklearn.neighbors import NearestNeighbors
-
-        extra = 1 if exclude_self else 0
-        nn = NearestNeighbors(n_neighbors=k + extra).fit(Z[among])
-        dist, idx = nn.kneighbors(Z[query])
-        idx = among[idx]
-        if exclude_self:
-            keep = idx != query[:, None]
-            rows = np.array([np.flatnonzero(r)[:k] for r in keep])  # k+1 candidates per row: cheap
-            idx, dist = np.take_along_axis(idx, rows, 1), np.take_along_axis(dist, rows, 1)
-        return idx, dist
+        return graphs.neighbours(Z, k, query=query, among=among, exclude_self=exclude_self)
 
 
 def _rows_digest(rows) -> str | None:
