@@ -4,7 +4,7 @@ these functions, so the two never disagree).
     import malt
     run = malt.cv(["bmr", "mlknn"], dataset="emotions", missing=0.3, repo="results")
     results = malt.load("results")
-    results.frame()                      # tidy DataFrame: one row per unit × metric
+    results.frame                        # tidy DataFrame: one row per unit × metric
     results.summary(by="algorithm")      # mean, std, folds done / planned
     malt.rescore(repo="results")         # recompute metrics from stored predictions
 
@@ -255,6 +255,15 @@ def load(path="results", experiments: Iterable[str] | None = None):
     if experiments:
         return ResultSet.from_repository(_repo(path).check_readable(), list(experiments))
     return ResultSet.load(path)
+
+
+def dataset(name: str, repo=None, labels: str | None = None):
+    """The dataset ``--dataset name`` would use, as a `Dataset` (``ds["X"]``, ``ds["Y"]``, ``ds.describe()``):
+    a catalogue name (read from ``MALT_DATA``), a name imported into ``repo``, or a file path."""
+    from malt.data import open_dataset
+
+    store = _repo(repo) if repo is not None else None
+    return open_dataset(name, store if store is not None and store.exists else None, labels)
 
 
 def _migrate_if_needed(store, wait: bool) -> None:
