@@ -98,6 +98,35 @@ def logistic_path(X_train, Y_train, X_test, Cs, max_iter: int = 1000) -> np.ndar
     return out
 
 
+def fit_logistic(X_train, Y_train, C: float, max_iter: int = 1000) -> list:
+    """One L2 logistic regression per label at C on the rows where the label is known (what
+    `logistic_path` fits at a single C); a label whose known entries are one class is that class's
+    probability (a float). Cost: L lbfgs fits on (n, d)."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
+    models: list = []
+    with warnings.catch_warnings(), single_threaded_blas():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for j in range(Y_train.shape[1]):
+            known = ~np.isnan(Y_train[:, j])
+            y = Y_train[known, j].astype(int)
+            if y.size == 0 or np.all(y == y[0]):
+                models.append(float(y[0]) if y.size else 0.5)
+                continue
+            models.append(LogisticRegression(C=float(C), max_iter=max_iter).fit(X_train[known], y))
+    return models
+
+
+def predict_logistic(models: list, X_test) -> np.ndarray:
+    """(n_test, L) class-1 probabilities of `fit_logistic`'s per-label models."""
+    out = np.empty((X_test.shape[0], len(models)))
+    with single_threaded_blas():
+        for j, model in enumerate(models):
+            out[:, j] = model if isinstance(model, float) else model.predict_proba(X_test)[:, 1]
+    return out
+
+
 def select_on_path(params: Params, grids: dict[str, Sequence], path: Callable[[np.ndarray, np.ndarray], np.ndarray],
                    Y: np.ndarray, rng: np.random.Generator, loss: Callable[[np.ndarray, np.ndarray], float],
                    progress: Callable[[float], None] | None = None) -> Selection:

@@ -385,6 +385,7 @@ class BMR(Algorithm):
     tasks = frozenset({"multilabel", "missing"})
     Params = BMRParams
     version = "5"  # constant features left out of the fit (4); calibrated decisions by default (5)
+    preload = ("scipy.linalg", "sklearn.linear_model")
 
     @staticmethod
     def _fit_options(params) -> dict:
@@ -417,7 +418,7 @@ class BMR(Algorithm):
 
     def run(self, split, params, ctx):
         if not isinstance(split, MissingSplit):
-            return self.predict_model(self.fit_model(split, params, ctx), split, params, ctx)
+            return self.fit_then_predict(split, params, ctx)
         M = split.M
         Y = np.where(np.isnan(M), np.nan, (M > 0).astype(float))
         X = np.zeros((M.shape[0], 0)) if split.X is None else split.X

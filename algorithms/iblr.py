@@ -15,8 +15,9 @@ from malt.params import Interval, param
 from malt.registry import Algorithm, register
 from malt.splits import Prediction
 
-from .baselines import MultilabelCVParams, _scaled, log_loss, logistic_path, select_on_path
-from .mlknn import fold_neighbours
+from .baselines import (MultilabelCVParams, _scaled, fit_logistic, log_loss, logistic_path, predict_logistic,
+                        select_on_path)
+from .mlknn import positions
 
 
 def neighbour_label_rates(Y: np.ndarray, neighbours: np.ndarray) -> np.ndarray:
@@ -53,19 +54,33 @@ class IBLR(Algorithm):
     Params = IBLRParams
     version = "3"  # v2: C chosen by inner CV by default; v3: neighbours in features scaled with the training
     #                rows' statistics (before: all rows)
+    preload = ("sklearn.linear_model", "sklearn.neighbors")
 
-    def run(self, split, params, ctx):
-        nb_tr, nb_te = fold_neighbours(split, ctx, params.k)
+    def fit_model(self, split, params, ctx):
+        """Training half: the training rows' neighbour label rates, C by inner CV, one logistic
+        regression per label. Cost: kNN among n training rows, then (inner folds × |C_grid| + 1) × L fits."""
+        tr = np.asarray(split.train_index)
+        nb_tr, _ = ctx.knn(params.k, query=tr, among=tr)
         Y = np.asarray(split.Y_train, dtype=float)
-        Z_tr, Z_te = neighbour_label_rates(Y, nb_tr), neighbour_label_rates(Y, nb_te)
+        Z_tr = neighbour_label_rates(Y, positions(tr, nb_tr))
         if params.features:
-            X_tr, X_te = _scaled(split, True)
-            Z_tr, Z_te = np.hstack([Z_tr, X_tr]), np.hstack([Z_te, X_te])
+            Z_tr = np.hstack([Z_tr, _scaled(split, True)[0]])
         diagnostics = {}
         if params.select == "inner-cv":
             choice = select_on_path(params, {"C": params.C_grid},
-                                    lambda tr, va: logistic_path(Z_tr[tr], Y[tr], Z_tr[va], params.C_grid),
+                                    lambda t, v: logistic_path(Z_tr[t], Y[t], Z_tr[v], params.C_grid),
                                     Y, ctx.rng, log_loss, progress=lambda f: ctx.progress(f, "inner CV over C"))
             params, diagnostics = choice.best, choice.diagnostics()
-        P = logistic_path(Z_tr, Y, Z_te, (params.C,))[0]
-        return Prediction(scores=P, labels=(P > 0.5).astype(float), diagnostics=diagnostics)
+        return tr, Y, fit_logistic(Z_tr, Y, params.C), diagnostics
+
+    def predict_model(self, fitted, split, params, ctx) -> Prediction:
+        tr, Y, models, diagnostics = fitted
+        nb_te, _ = ctx.knn(params.k, query=np.asarray(split.test_index), among=tr, exclude_self=False)
+        Z_te = neighbour_label_rates(Y, positions(tr, nb_te))
+        if params.features:
+            Z_te = np.hstack([Z_te, _scaled(split, True)[1]])
+        P = predict_logistic(models, Z_te)
+        return Prediction(scores=P, labels=(P > 0.5).astype(float), diagnostics=dict(diagnostics))
+
+    def run(self, split, params, ctx):
+        return self.fit_then_predict(split, params, ctx)

@@ -76,14 +76,6 @@ def positions(train_index: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return order[np.searchsorted(train_index, rows, sorter=order)]
 
 
-def fold_neighbours(split, ctx, k: int):
-    """kNN (standardised features, ctx's shared cache) of training and test rows among training rows."""
-    tr, te = np.asarray(split.train_index), np.asarray(split.test_index)
-    nb_tr, _ = ctx.knn(k, query=tr, among=tr)
-    nb_te, _ = ctx.knn(k, query=te, among=tr, exclude_self=False)
-    return positions(tr, nb_tr), positions(tr, nb_te)
-
-
 @dataclass(frozen=True, kw_only=True)
 class MLkNNParams(Params):
     k: int = param(10, "number of neighbours", Interval(1, None))
@@ -98,6 +90,7 @@ class MLkNN(Algorithm):
     tasks = frozenset({"multilabel"})
     Params = MLkNNParams
     version = "2"  # neighbours in features scaled with the training rows' statistics (v1: all rows)
+    preload = ("sklearn.neighbors",)
 
     def fit_model(self, split, params, ctx):
         """The inductive half of `run`: the training rows' neighbour statistics (Zhang & Zhou, Fig. 1)."""
@@ -113,4 +106,4 @@ class MLkNN(Algorithm):
         return Prediction(scores=P, labels=(P >= 0.5).astype(float))
 
     def run(self, split, params, ctx):
-        return self.predict_model(self.fit_model(split, params, ctx), split, params, ctx)
+        return self.fit_then_predict(split, params, ctx)

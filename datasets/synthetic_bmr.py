@@ -39,7 +39,7 @@ def synthetic_bmr(n: int = 10_000, *, d: int = 120, L: int = 101, seed: int = 0)
                     "hash_meta": {"n": n, "d": d, "L": L, "seed": seed}})
 
 
-for _n in (2_000, 10_000):
+for _n in (2_000, 10_000, 12_000):
     register_dataset(DatasetEntry(
         f"synthetic-bmr-{_n}", (lambda roots, n=_n: synthetic_bmr(n)),
         "a draw from a random BMR model with Mediamill's shape (correlated logistic labels)",

@@ -132,11 +132,12 @@ def plan_experiment(algorithms, dataset, *, task=None, params=None, repo=None, l
 def cv(algorithms: str | Iterable[str], dataset: str, *, task: str | None = None,
        params: Mapping[str, Any] | None = None, repo="results", labels: str | None = None, jobs: int = 1,
        scheduler: str | None = None, threads: int | None = None, wait: bool = False, quiet: bool = True,
-       **options) -> Run:
+       cache: bool = True, **options) -> Run:
     """Cross-validate algorithms on a dataset into the repository (stored units are not recomputed).
 
     ``params``: algorithm parameters, a list of values sweeps; ``options``: task options
-    (``missing=0.3``, ``folds=10``, ``split="given"``...). Returns the experiment id and counts.
+    (``missing=0.3``, ``folds=10``, ``split="given"``...); ``cache=False`` makes every unit compute its
+    neighbour graphs and eigenbases itself (timing studies). Returns the experiment id and counts.
     """
     from malt import engine
 
@@ -149,7 +150,8 @@ def cv(algorithms: str | Iterable[str], dataset: str, *, task: str | None = None
     store.check_writable_target()
     plan = plan_experiment(algorithms, dataset, task=task, params=params, repo=store, labels=labels, **options)
     _migrate_if_needed(store, wait)
-    counts = engine.execute(store, plan, jobs=jobs, scheduler=scheduler, quiet=quiet, wait=wait, threads=threads)
+    counts = engine.execute(store, plan, jobs=jobs, scheduler=scheduler, quiet=quiet, wait=wait, threads=threads,
+                            cache=cache)
     return Run(plan.experiment, **counts.as_dict(), failures=counts.failures)
 
 

@@ -119,17 +119,21 @@ def _report(run, quiet: bool) -> None:
 @click.option("--scheduler", help="Dask scheduler address tcp://HOST:PORT.")
 @click.option("--wait", is_flag=True, help="Wait for a lock held by another malt instead of failing.")
 @click.option("--quiet", is_flag=True, help="Print only errors and the experiment id.")
+@click.option("--no-cache", "no_cache", is_flag=True,
+              help="Share no neighbour graphs or eigenbases between units, so each unit's recorded seconds are its "
+                   "whole cost (timing studies).")
 @task_option_flags
 @repo_option
 def cv(algo_names, dataset_ref, task_name, task_params, params, labels, jobs, threads, scheduler, wait, quiet,
-       repo_path, **flags):
+       no_cache, repo_path, **flags):
     """Cross-validate algorithms on a dataset; stored units are never recomputed."""
     from malt import api
 
     options = _assignments(task_params, "--task-param")
     options.update(_task_flags(flags))
     run = api.cv(algo_names, dataset_ref, task=task_name, params=_assignments(params, "--param"), repo=repo_path,
-                 labels=labels, jobs=jobs, scheduler=scheduler, threads=threads, wait=wait, quiet=quiet, **options)
+                 labels=labels, jobs=jobs, scheduler=scheduler, threads=threads, wait=wait, quiet=quiet,
+                 cache=not no_cache, **options)
     _report(run, quiet)
     if run.failed:
         sys.exit(1)

@@ -18,6 +18,7 @@ cache entries.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import math
 import os
 import sys
@@ -153,11 +154,12 @@ def _roundtrip(packed: dict) -> dict:
 
 def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str | None, threads: int | None = None,
              progress=None, jobs: int = 1) -> Outcome:
-    """Fit, predict and score one unit; never raises for algorithm errors (they become a failed record)."""
+    """Fit, predict and score one unit; never raises for algorithm errors (they become a failed record).
+    ``cache_path`` None: the unit computes every artifact itself and shares none (timing studies)."""
     if jobs > 1:
         _die_with_parent()
     algo = registry.get(unit.algorithm)
-    cache = _worker_cache(cache_path)
+    cache = _worker_cache(cache_path) if cache_path is not None else MemoryCache()
     before = len(cache.new_keys)
     hits_before = len(cache.hits)
     problems_before = len(cache.problems)
@@ -166,6 +168,8 @@ def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str |
         "params_key": unit.params.key(), "display": unit.display, "fold": unit.fold, "seed": unit.seed,
         "pid": os.getpid(), "started": time.time(),
     }
+    for module in algo.preload:
+        importlib.import_module(module)
     packed = None
     start, cpu = time.perf_counter(), time.process_time()
     try:
@@ -295,8 +299,10 @@ def _version_of(plan: Plan, record: dict) -> str | None:
 
 
 def execute(repo, plan: Plan, *, force: set[str] = frozenset(), jobs: int = 1, scheduler: str | None = None,
-            quiet: bool = False, wait: bool = False, threads: int | None = None) -> Counts:
+            quiet: bool = False, wait: bool = False, threads: int | None = None, cache: bool = True) -> Counts:
     """Run the plan's missing units (and every unit of the algorithms in ``force``) into ``repo``.
+    ``cache=False``: no unit reads or stores shared artifacts (neighbour graphs, eigenbases), so each
+    unit's recorded seconds are its whole cost.
 
     Takes the experiment's lock for the duration. Returns what was planned, found, run and failed.
     """
@@ -328,11 +334,13 @@ def execute(repo, plan: Plan, *, force: set[str] = frozenset(), jobs: int = 1, s
                 counts.rescored += 1
                 progress.unit_done()
             run = [u for u in todo if u.key not in reusable]
-            for outcome in _results(plan, run, str(repo.path), jobs, scheduler, threads, progress):
+            cache_path = str(repo.path) if cache else None
+            for outcome in _results(plan, run, cache_path, jobs, scheduler, threads, progress):
                 for key, problem in outcome.damaged_cache:
                     sys.stderr.write(f"warning: {problem}\n")
                     repo.cache.remove(key)
-                for key, (value, meta) in outcome.new_cache.items():
+                stored_artifacts = outcome.new_cache if cache else {}
+                for key, (value, meta) in stored_artifacts.items():
                     if worth_caching(int(meta.get("nbytes", 0)), float(meta.get("compute_seconds", 0.0))):
                         repo.cache.put(key, value, meta)
                 repo.cache.touch(outcome.used_cache)
@@ -359,7 +367,7 @@ BATCH_SECONDS = 0.5
 """Work sent to a worker at once: cheap units travel in batches, one pickled dataset per batch."""
 
 
-def _results(plan: Plan, todo: list[Unit], cache_path: str, jobs: int, scheduler: str | None,
+def _results(plan: Plan, todo: list[Unit], cache_path: str | None, jobs: int, scheduler: str | None,
              threads: int | None, progress: Progress):
     args = (plan.task, plan.options)
     if scheduler:
@@ -387,13 +395,13 @@ def _results(plan: Plan, todo: list[Unit], cache_path: str, jobs: int, scheduler
         yield from outcomes
 
 
-def run_batch(dataset, task: Task, options: Params, units: list[Unit], cache_path: str, threads: int | None,
+def run_batch(dataset, task: Task, options: Params, units: list[Unit], cache_path: str | None, threads: int | None,
               jobs: int) -> list[Outcome]:
     """Several units in one worker call (one transfer of the dataset for all of them)."""
     return [run_unit(dataset, task, options, unit, cache_path, threads, None, jobs) for unit in units]
 
 
-def _dask_results(plan: Plan, todo: list[Unit], cache_path: str, scheduler: str, threads: int | None):
+def _dask_results(plan: Plan, todo: list[Unit], cache_path: str | None, scheduler: str, threads: int | None):
     try:
         from dask.distributed import Client, as_completed
     except ImportError:

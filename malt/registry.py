@@ -25,6 +25,7 @@ import importlib
 import importlib.util
 import pkgutil
 import re
+import time
 import traceback
 from importlib.metadata import entry_points
 from typing import ClassVar
@@ -45,9 +46,24 @@ class Algorithm:
     tasks: ClassVar[frozenset[str]] = frozenset()
     Params: ClassVar[type[Params]] = NoParams
     version: ClassVar[str] = "1"
+    preload: ClassVar[tuple[str, ...]] = ()
+    """Modules a run imports on first use; the engine imports them before a unit's clock starts, so
+    the first unit in a process is not charged for loading scikit-learn."""
 
     def run(self, split, params: Params, ctx) -> Prediction:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def fit_then_predict(self, split, params: Params, ctx) -> Prediction:
+        """``predict_model(fit_model(split))`` for an inductive algorithm that defines the two halves,
+        recording each half's CPU seconds as the diagnostics ``train_cpu_seconds`` and
+        ``predict_cpu_seconds`` (the dissertation's Figures 4.6 / 4.7 time them separately)."""
+        start = time.process_time()
+        fitted = self.fit_model(split, params, ctx)
+        trained = time.process_time()
+        prediction = self.predict_model(fitted, split, params, ctx)
+        prediction.diagnostics = {**(prediction.diagnostics or {}), "train_cpu_seconds": trained - start,
+                                  "predict_cpu_seconds": time.process_time() - trained}
+        return prediction
 
     @classmethod
     def summary(cls) -> str:

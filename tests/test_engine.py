@@ -14,14 +14,14 @@ from malt.results import ResultSet
 from malt.tasks import get_task
 
 
-def _run(repo_path, algo="test-counting", params=None, task="missing", jobs=1, force=(), **task_opts):
+def _run(repo_path, algo="test-counting", params=None, task="missing", jobs=1, force=(), cache=True, **task_opts):
     repo = Repository(repo_path)
     dataset = open_dataset("synthetic-multilabel")
     t = get_task(task)
     cls = registry.get(algo)
     plan = engine.Plan(dataset, {"kind": "catalogue", "name": dataset.name}, t, t.Params(**task_opts),
                        [(cls, cls.Params(**(params or {})))])
-    counts = engine.execute(repo, plan, jobs=jobs, force=set(force), quiet=True)
+    counts = engine.execute(repo, plan, jobs=jobs, force=set(force), quiet=True, cache=cache)
     return plan.experiment, counts.as_dict()
 
 
@@ -46,6 +46,20 @@ def test_an_expensive_artifact_survives_the_process_through_the_repository(repo_
     engine._WORKER_CACHES.clear()  # a new process: only the repository remembers
     _run(repo_path, params={"kernel_seconds": 0.05, "sleep": 0.001})  # a new setting, so its units run
     assert counter().count("kernel") == 1
+
+
+def test_without_the_cache_every_unit_computes_its_own_artifacts(repo_path, counter):
+    """`malt cv --no-cache` (timing studies): five folds compute the kernel five times, none is stored."""
+    _run(repo_path, params={"kernel_seconds": 0.05}, cache=False)
+    assert counter().count("kernel") == 5
+    assert Repository(repo_path).cache.entries() == []
+
+
+def test_inductive_units_record_their_train_and_predict_seconds(repo_path):
+    exp, counts = _run(repo_path, algo="mlknn", task="multilabel", folds=2)
+    d = ResultSet.from_repository(Repository(repo_path)).diagnostics
+    seconds = d[d["diagnostic"].isin(["train_cpu_seconds", "predict_cpu_seconds"])]
+    assert counts["ran"] == 2 and len(seconds) == 4 and (seconds["value"] >= 0).all()
 
 
 def test_only_artifacts_dearer_than_their_storage_are_stored():
