@@ -4,6 +4,7 @@ pickling, and deterministic runs on a tiny instance of each task it declares."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import pickle
 
 import numpy as np
@@ -35,6 +36,8 @@ def test_params_are_declared_round_trip_and_pickle(name):
     pickle.dumps(algo())
     assert algo.summary(), f"{name} has no docstring summary"
     assert algo.tasks <= set(tasks()), f"{name} declares unknown tasks {algo.tasks - set(tasks())}"
+    for module in algo.preload:
+        importlib.import_module(module)  # the engine imports these before a unit's clock starts
 
 
 @pytest.mark.parametrize("name", ALGORITHMS)
