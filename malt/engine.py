@@ -17,6 +17,7 @@ cache entries.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import math
@@ -169,7 +170,8 @@ def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str |
         "pid": os.getpid(), "started": time.time(),
     }
     for module in algo.preload:
-        importlib.import_module(module)
+        with contextlib.suppress(ImportError):  # a missing module fails the run itself, with its record
+            importlib.import_module(module)
     packed = None
     start, cpu = time.perf_counter(), time.process_time()
     try:
