@@ -24,7 +24,7 @@ from malt.context import to_dense
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
-from malt.splits import Prediction
+from malt.splits import Prediction, RecoverySplit
 
 
 # ---------------------------------------------------------------------------------------------
@@ -351,7 +351,7 @@ class ICCA(Algorithm):
     until split-R̂ and effective sample sizes say the chain has converged."""
 
     name = "icca"
-    tasks = frozenset({"multilabel"})
+    tasks = frozenset({"multilabel", "recovery"})
     Params = ICCAParams
     version = "2"
 
@@ -362,6 +362,8 @@ class ICCA(Algorithm):
             from malt.errors import InvalidParameterError
             raise InvalidParameterError(f"icca: min_sweeps ({params.min_sweeps}) must not exceed max_sweeps "
                                         f"({params.max_sweeps}); lower min_sweeps or raise max_sweeps")
+        if isinstance(split, RecoverySplit):
+            return self.recover(split, params, ctx)
         Xtr, Xte = to_dense(split.X_train).astype(float), to_dense(split.X_test).astype(float)
         mean, std = Xtr.mean(0), Xtr.std(0)
         std[std == 0] = 1.0
@@ -420,3 +422,24 @@ class ICCA(Algorithm):
             "rhat": {k: round(v, 4) for k, v in diag["rhat"].items()},
             "ess": {k: round(v, 1) for k, v in diag["ess"].items()},
             "seconds_per_sweep": seconds / diag["sweeps"]})
+
+    @staticmethod
+    def recover(split, params, ctx) -> Prediction:
+        """§5.1: the chain on the standardised [X Y]; K̂ = the most frequent number of components after
+        burn-in, Ŵ = the last sample's loadings (exact zeros where B is 0)."""
+        A = np.hstack([split.X, split.Y])
+        std = A.std(0)
+        A = (A - A.mean(0)) / np.where(std > 0, std, 1.0)
+        K_seen: list[tuple[int, int]] = []
+        st, diag = run_icca(A, np.zeros(A.shape, bool), alpha=params.alpha, rng=ctx.rng,
+                            max_sweeps=params.max_sweeps, min_sweeps=params.min_sweeps,
+                            check_every=params.check_every, target_rhat=params.target_rhat, min_ess=params.min_ess,
+                            callback=lambda s, _A, t: K_seen.append((t, s.B.shape[1])),
+                            psi_init=0.1 if params.hold_psi else 1.0, hold_psi=params.hold_psi,
+                            progress=ctx.progress)
+        after = [k for t, k in K_seen if t >= diag["burn_in"]] or [st.B.shape[1]]
+        K = int(np.bincount(after).argmax())
+        return Prediction(extras={"K": K, "W": st.W}, diagnostics={
+            "K": K, "K_last": int(st.B.shape[1]), "sweeps": diag["sweeps"], "converged": diag["converged"],
+            "sparsity": float(1 - st.B.mean()) if st.B.size else 1.0,
+            "rhat": {k: round(v, 4) for k, v in diag["rhat"].items()}})

@@ -15,7 +15,7 @@ from malt.errors import DataError
 from malt.params import Interval, Options, param
 from malt.registry import Algorithm, register
 from malt.selection import InnerCVParams, candidates, inner_fold_ids, select
-from malt.splits import Prediction
+from malt.splits import Prediction, RecoverySplit
 
 
 # ---------------------------------------------------------------------------------------------
@@ -185,11 +185,13 @@ class CCASVM(Algorithm):
     """Classical CCA subspace of (X, Y); per-label SVMs there, mapped back through W_x (Rai & Daumé's CCA)."""
 
     name = "cca"
-    tasks = frozenset({"multilabel"})
+    tasks = frozenset({"multilabel", "recovery"})
     Params = CCASVMParams
     version = "2"
 
     def run(self, split, params, ctx):
+        if isinstance(split, RecoverySplit):
+            return self.recover(split, params)
         Xtr, Xte = _standardised(split)
         Ytr = np.asarray(split.Y_train, float)
 
@@ -204,3 +206,12 @@ class CCASVM(Algorithm):
         k, diagnostics = choose_k(params, Xtr, Ytr, Xte, projector, min(Xtr.shape[1], Ytr.shape[1]), ctx)
         scores = fit_subspace_predict(Xtr, Ytr, Xte, projector, k, params.C)
         return Prediction(scores=scores, labels=(scores > 0).astype(float), diagnostics={"K": k, **diagnostics})
+
+    @staticmethod
+    def recover(split, params) -> Prediction:
+        """Classical CCA's answer to the recovery task (Rai & Daumé's §5.1 baseline): K = the canonical
+        correlations significant by Bartlett's test (5 %), loadings = those directions of X and Y."""
+        Ux, Uy, rho = cca_directions(split.X, split.Y, params.reg)
+        k = bartlett_significant(rho, split.X.shape[0], split.X.shape[1], split.Y.shape[1])
+        W = np.vstack([Ux[:, :k], Uy[:, :k]])
+        return Prediction(extras={"K": k, "W": W}, diagnostics={"K": k, "rho": [round(float(r), 4) for r in rho]})

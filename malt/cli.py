@@ -109,7 +109,7 @@ def _report(run, quiet: bool) -> None:
 @main.command()
 @click.option("--algo", "algo_names", multiple=True, required=True, help="Algorithm name (repeatable).")
 @click.option("--dataset", "dataset_ref", required=True, help="Named dataset, imported name or file path.")
-@click.option("--task", "task_name", help="multilabel, missing, semisupervised, topics, ratings (inferred if omitted).")
+@click.option("--task", "task_name", help="multilabel, missing, semisupervised, topics, ratings, recovery (inferred if omitted; `malt tasks` lists them).")
 @click.option("--task-param", "task_params", multiple=True, help="Task option name=value (or use its --NAME flag).")
 @click.option("--param", "params", multiple=True, help="Algorithm parameter name=value; a,b,c sweeps "
                                                        "(a list-valued parameter: x=1,2;3,4 sweeps two lists).")

@@ -110,6 +110,20 @@ class RatingsSplit:
     fold: int = 0
 
 
+@dataclass(frozen=True)
+class RecoverySplit:
+    """Two views of every row, nothing held out: the algorithm reports the latent structure it finds.
+
+    X : (n, d1), Y : (n, d2) real
+    Answer: ``extras['K']`` the number of shared components found, ``extras['W']`` (d1 + d2, K) the
+    estimated loadings (rows: X's dimensions, then Y's).
+    """
+
+    X: np.ndarray
+    Y: np.ndarray
+    fold: int = 0
+
+
 @dataclass
 class Prediction:
     """An algorithm's answer for one split. Which fields a task reads:
@@ -119,6 +133,7 @@ class Prediction:
     semisupervised : ``labels`` (n,) class ids and optionally ``scores`` (n, n_classes)
     ratings : ``values`` (n_test,) at (test_rows, test_cols); ``scores`` optional full rows for ranking
     topics : ``extras`` as documented by the topics task
+    recovery : ``extras['K']`` and ``extras['W']`` (see RecoverySplit)
 
     ``diagnostics`` holds what the run learned about itself (iterations, bound trace, inferred
     dimensionality); scalars and short lists, stored with the unit.

@@ -70,6 +70,10 @@ def _tiny(task: str) -> Dataset:
         R = sp.random(30, 20, density=0.4, random_state=0, format="coo")
         R.data = np.ceil(R.data * 5)
         return Dataset("tiny", {"ratings": R})
+    if task == "recovery":
+        from malt.datasets.synthetic_cca import synthetic_cca
+
+        return synthetic_cca(n=40, d1=5, d2=3, k=2, sparsity=0.3)
     pytest.skip(f"no tiny dataset for task {task}")
 
 

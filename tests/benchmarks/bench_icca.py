@@ -4,7 +4,8 @@ Run as a script: ``python tests/benchmarks/bench_icca.py``. Prints
 * §5.1: icca's K (mode after burn-in) and sparsity of W (exact zeros; |w| < 5 % of max) at the MAP-ish
   last sample, against classical CCA's count of significant components (Bartlett's test, 5 %) and the
   sparsity of its directions after the same thresholding, for several generator seeds; with the run
-  length the chain chose (sweeps, converged, worst split-R̂);
+  length the chain chose (sweeps, converged, worst split-R̂). The same comparison as stored experiments
+  (the recovery task) is `make icca-synthetic`;
 * what a user pays on yeast-sized data (Model-1: 1500 × 117): seconds per Gibbs sweep, split into its
   steps, beside the floor of a sweep (the residual A − Z Wᵀ and the draw of Z: O(NDK), measured in the
   same run), the sweeps a chain runs before it stops, and the per-label SVMs of the predictions;
