@@ -50,8 +50,19 @@ def _assignments(items: tuple[str, ...], flag: str) -> dict[str, str]:
         name, eq, value = item.partition("=")
         if not eq or not name.strip():
             raise InvalidParameterError(f"{flag} expects name=value, got {item!r}.")
-        out[name.strip()] = value.strip()
+        name = name.strip()
+        if name in out and out[name] != value.strip():
+            raise InvalidParameterError(_given_twice(name, out[name], value.strip(), flag))
+        out[name] = value.strip()
     return out
+
+
+def _given_twice(name: str, first: str, second: str, flag: str) -> str:
+    if flag == "--param":
+        return (f"--param {name} is given twice ({first!r}, {second!r}); to sweep it give the values once: "
+                f"--param {name}={first},{second}.")
+    return (f"task option {name} is given twice ({first!r}, {second!r}); an experiment has one value of each task "
+            f"option: run `malt cv` once per value.")
 
 
 @click.group(cls=MaltGroup)
@@ -80,15 +91,26 @@ def task_option_flags(func):
             decorator = click.option(f"{flag}/--no-{name.replace('_', '-')}", f"opt_{name}", default=None,
                                      help=f"Task option ({tasks_text}): {help_text}.")
         else:
-            decorator = click.option(flag, f"opt_{name}", metavar="VALUE", help=f"Task option ({tasks_text}): "
+            decorator = click.option(flag, f"opt_{name}", metavar="VALUE", multiple=True, help=f"Task option ({tasks_text}): "
                                                                                   f"{help_text}.")
         func = decorator(func)
     return func
 
 
-def _task_flags(kwargs: dict) -> dict[str, str]:
-    return {k[4:]: str(v).lower() if isinstance(v, bool) else v for k, v in kwargs.items()
-            if k.startswith("opt_") and v is not None}
+def _task_flags(kwargs: dict, options: dict[str, str]) -> dict[str, str]:
+    """The --NAME task flags given, merged into ``options`` (from --task-param); a name given twice with
+    different values is an error, never a silent last-one-wins."""
+    out = dict(options)
+    for key, given in kwargs.items():
+        if not key.startswith("opt_") or given is None:
+            continue
+        name = key[4:]
+        for value in given if isinstance(given, tuple) else (given,):
+            value = str(value).lower() if isinstance(value, bool) else value
+            if name in out and out[name] != value:
+                raise InvalidParameterError(_given_twice(name, out[name], value, "task"))
+            out[name] = value
+    return out
 
 
 def _report(run, quiet: bool) -> None:
@@ -129,8 +151,7 @@ def cv(algo_names, dataset_ref, task_name, task_params, params, labels, jobs, th
     """Cross-validate algorithms on a dataset; stored units are never recomputed."""
     from malt import api
 
-    options = _assignments(task_params, "--task-param")
-    options.update(_task_flags(flags))
+    options = _task_flags(flags, _assignments(task_params, "--task-param"))
     run = api.cv(algo_names, dataset_ref, task=task_name, params=_assignments(params, "--param"), repo=repo_path,
                  labels=labels, jobs=jobs, scheduler=scheduler, threads=threads, wait=wait, quiet=quiet,
                  cache=not no_cache, **options)

@@ -51,6 +51,12 @@ BAD_INPUTS = [
     (["cv", "--algo", "mllr", "--dataset", "synthetic-multilabel", "--param", "gamma=1"], "parameter 'gamma'"),
     (["cv", "--algo", "mllr", "--dataset", "synthetic-multilabel", "--missing", "1.5"], "range [0, 1)"),
     (["cv", "--algo", "mllr", "--dataset", "synthetic-multilabel", "--missing", "-0.1"], "range [0, 1)"),
+    (["cv", "--algo", "mllr", "--dataset", "synthetic-multilabel", "--missing", "0.1", "--missing", "0.3"],
+     "task option missing is given twice ('0.1', '0.3')"),
+    (["cv", "--algo", "mllr", "--dataset", "synthetic-multilabel", "--task-param", "missing=0.1", "--missing", "0.3"],
+     "task option missing is given twice"),
+    (["cv", "--algo", "mllr", "--dataset", "synthetic-multilabel", "--param", "C=1", "--param", "C=2"],
+     "to sweep it give the values once: --param C=1,2"),
     (["show", "no-such-experiment"], "Unknown experiment"),
 ]
 
