@@ -16,14 +16,11 @@ ML = "matrix/movielens-100k/"
 
 
 def knn_graph(X: np.ndarray, k: int) -> sp.csr_matrix:
-    """Symmetrised unweighted k-nearest-neighbour graph (Euclidean) over the rows of X."""
-    sq = np.sum(X * X, axis=1)
-    D = sq[:, None] + sq[None, :] - 2 * X @ X.T
-    np.fill_diagonal(D, np.inf)
-    nn = np.argpartition(D, k, axis=1)[:, :k]
-    n = X.shape[0]
-    G = sp.csr_matrix((np.ones(n * k), (np.repeat(np.arange(n), k), nn.ravel())), shape=(n, n))
-    return ((G + G.T) > 0).astype(float).tocsr()
+    """Symmetrised (union) unweighted k-nearest-neighbour graph (Euclidean) over the rows of X
+    (malt's one kNN builder)."""
+    from malt import graphs
+
+    return graphs.knn_graph(X, graphs.GraphSpec(k=k, metric="euclidean", weight="binary", symmetrize="max"))
 
 
 def _index(ids):

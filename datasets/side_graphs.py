@@ -29,19 +29,13 @@ DTI = "matrix/yamanishi-dti/"
 
 
 def similarity_knn_graph(S: np.ndarray, k: int = 5) -> sp.csr_matrix:
-    """Symmetrised k-nearest-neighbour graph of a similarity matrix, weighted by the similarity."""
-    S = 0.5 * (np.asarray(S, float) + np.asarray(S, float).T)
-    n = S.shape[0]
-    k = min(k, n - 1)
-    T = S.copy()
-    np.fill_diagonal(T, -np.inf)
-    nn = np.argpartition(-T, k - 1, axis=1)[:, :k]
-    rows = np.repeat(np.arange(n), k)
-    G = sp.csr_matrix((S[rows, nn.ravel()], (rows, nn.ravel())), shape=(n, n))
-    G = G.maximum(G.T).tocsr()
-    G.setdiag(0)
-    G.eliminate_zeros()
-    return G
+    """Symmetrised (union) k-nearest-neighbour graph of a similarity matrix, weighted by the similarity
+    (malt's one kNN builder, metric 'similarity')."""
+    from malt import graphs
+
+    n = np.asarray(S).shape[0]
+    spec = graphs.GraphSpec(k=min(k, n - 1), metric="similarity", weight="similarity", symmetrize="max")
+    return graphs.knn_graph(np.asarray(S, float), spec)
 
 
 def _read_ciao(roots):

@@ -173,7 +173,7 @@ class GPTM(Algorithm):
     name = "gptm"
     tasks = frozenset({"topics"})
     Params = GPTMParams
-    version = "1"
+    version = "2"  # v2: the knn kernel's graph from malt.graphs (a tied 10th neighbour may be the other one)
 
     def run(self, split: TopicsSplit, params: GPTMParams, ctx) -> Prediction:
         known = None
