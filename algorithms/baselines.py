@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from malt import linalg
 from malt.context import to_dense
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
@@ -154,11 +155,7 @@ def select_on_path(params: Params, grids: dict[str, Sequence], path: Callable[[n
 
 def _scaled(split, scale: bool):
     X_train, X_test = to_dense(split.X_train).astype(float), to_dense(split.X_test).astype(float)
-    if scale:
-        mean, std = X_train.mean(0), X_train.std(0)
-        std[std == 0] = 1.0
-        X_train, X_test = (X_train - mean) / std, (X_test - mean) / std
-    return X_train, X_test
+    return linalg.standardize_train_test(X_train, X_test) if scale else (X_train, X_test)
 
 
 @dataclass(frozen=True, kw_only=True)

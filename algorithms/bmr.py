@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import expit
 
+from malt import linalg
 from malt.context import to_dense
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
@@ -220,8 +221,8 @@ def fit_bmr(X, Y, *, bound: str = "bohning", iterations: int = 200, tol: float =
     if X.shape[0] != Y.shape[0]:
         raise DataError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}; pass one label row per feature row")
     if mean is None:
-        mean, std = X.mean(0), X.std(0)
-        std = np.where(std > 0, std, 1.0)
+        fitted = linalg.scaling(X)  # the training rows (BMR is inductive)
+        mean, std = fitted.shift, fitted.divisor
     informative = np.ptp(X, axis=0) > 0 if X.shape[0] else np.zeros(X.shape[1], bool)
     Xd = design_matrix(X[:, informative], mean[informative], std[informative])
     n, L = Y.shape

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from malt import linalg
 from malt.algorithms.subspace_svm import label_svms
 from malt.context import to_dense
 from malt.errors import DataError
@@ -364,10 +365,7 @@ class ICCA(Algorithm):
                                         f"({params.max_sweeps}); lower min_sweeps or raise max_sweeps")
         if isinstance(split, RecoverySplit):
             return self.recover(split, params, ctx)
-        Xtr, Xte = to_dense(split.X_train).astype(float), to_dense(split.X_test).astype(float)
-        mean, std = Xtr.mean(0), Xtr.std(0)
-        std[std == 0] = 1.0
-        Xtr, Xte = (Xtr - mean) / std, (Xte - mean) / std
+        Xtr, Xte = linalg.standardize_train_test(to_dense(split.X_train), to_dense(split.X_test))
         Ytr = (2 * np.asarray(split.Y_train, float) - 1) * params.label_scale
         y_mean = np.nan_to_num(np.nanmean(Ytr, axis=0)) if Ytr.size else np.zeros(Ytr.shape[1])
         Ytr = Ytr - y_mean  # the model (§3) assumes centred data: μ_y is the label means
@@ -427,9 +425,7 @@ class ICCA(Algorithm):
     def recover(split, params, ctx) -> Prediction:
         """§5.1: the chain on the standardised [X Y]; K̂ = the most frequent number of components after
         burn-in, Ŵ = the last sample's loadings (exact zeros where B is 0)."""
-        A = np.hstack([split.X, split.Y])
-        std = A.std(0)
-        A = (A - A.mean(0)) / np.where(std > 0, std, 1.0)
+        A = linalg.standardize(np.hstack([split.X, split.Y]))  # nothing is held out: all rows' statistics
         K_seen: list[tuple[int, int]] = []
         st, diag = run_icca(A, np.zeros(A.shape, bool), alpha=params.alpha, rng=ctx.rng,
                             max_sweeps=params.max_sweeps, min_sweeps=params.min_sweeps,

@@ -10,6 +10,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from malt import linalg
 from malt.context import to_dense
 from malt.errors import DataError
 from malt.params import Interval, Options, param
@@ -128,10 +129,7 @@ def choose_k(params, Xtr, Ytr, Xte, projector, kmax, ctx):
 
 
 def _standardised(split):
-    Xtr, Xte = to_dense(split.X_train).astype(float), to_dense(split.X_test).astype(float)
-    mean, std = Xtr.mean(0), Xtr.std(0)
-    std[std == 0] = 1.0
-    return (Xtr - mean) / std, (Xte - mean) / std
+    return linalg.standardize_train_test(to_dense(split.X_train), to_dense(split.X_test))
 
 
 @dataclass(frozen=True, kw_only=True)
