@@ -23,7 +23,7 @@ whole fit — K1 built from the features, both eigendecompositions, 20 iteration
 3.8× two eigendecompositions and one Sylvester solve (CPU seconds, one BLAS thread; 5.8× before
 these changes, same process), against about 60× for the Anderson-accelerated alternation
 (tests/benchmarks/bench_pma.py). Of the rest, ~40 % is the iterations' rotations, ~12 % each
-setting's preconditioner diagonal and starting residual, ~7 % the three further K2
+setting's preconditioner diagonal and starting residual, ~5 % the three further K2
 eigendecompositions and ~6 % building K1 from the features.
 """
 from __future__ import annotations
