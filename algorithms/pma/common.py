@@ -138,16 +138,24 @@ def pd_eigh(K: np.ndarray, name: str, floor_rel: float = 1e-12) -> Eigenbasis:
 def second_moments(M: np.ndarray, observed: np.ndarray, axis: int, jitter: float) -> np.ndarray:
     """Initial kernel: pairwise-complete second moments of the columns (axis=0, m × m) or rows (axis=1,
     n × n), projected onto the PSD cone, plus relative jitter."""
+    return second_moments_eig(M, observed, axis, jitter)[0]
+
+
+def second_moments_eig(M: np.ndarray, observed: np.ndarray, axis: int, jitter: float) -> tuple[np.ndarray, Eigenbasis]:
+    """`second_moments` and its `Eigenbasis`, read off the eigendecomposition that projects the moments
+    onto the PSD cone (K = U diag(d⁺) Uᵀ + jitter·mean(d⁺)·I has eigenvalues d⁺ + jitter·mean(d⁺)): one
+    eigendecomposition instead of two."""
     X0 = np.where(observed, M, 0.0)
     O = observed.astype(float)
     if axis == 1:
         X0, O = X0.T, O.T
     S = X0.T @ X0 / np.maximum(O.T @ O, 1.0)
     d, U = linalg.sym_eigh(S, floor=0.0)
-    K = (U * d) @ U.T
     if not np.any(d > 0):
-        K = np.eye(S.shape[0]) * max(float(np.mean(X0 ** 2)), 1e-3)
-    return linalg.add_jitter(K, max(jitter, 1e-10))
+        d, U = np.full(S.shape[0], max(float(np.mean(X0 ** 2)), 1e-3)), np.eye(S.shape[0])
+    K = linalg.add_jitter((U * d) @ U.T, max(jitter, 1e-10))
+    values = d + max(jitter, 1e-10) * max(float(np.mean(d)), 1e-300)
+    return K, Eigenbasis(np.maximum(values, 1e-12 * values.max()), U, dense=0.5 * (K + K.T))
 
 
 def column_means(M: np.ndarray, observed: np.ndarray) -> np.ndarray:

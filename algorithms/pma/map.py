@@ -6,17 +6,25 @@ With fixed kernels the alternation is two-block coordinate ascent on the Gaussia
 X_observed), so its fixed point is the exact conditional mean E[X_missing | X_observed] under
 K1 ⊕ K2 (eq. 5.12). The default solver computes that fixed point directly: conjugate gradients on
 the missing entries' normal equations in the kernels' eigenbasis, preconditioned by the exact
-diagonal of the precision (`malt.eigenbasis.KroneckerEigenbasis.conditional_mean`). The alternation
+diagonal of the precision (`MissingEntrySolver`). The alternation
 itself — a Richardson iteration with the rows' K2-conditionals as preconditioner — needs hundreds of
 steps on CAL500 to get close to that fixed point, and its step-size stopping rule stops far from it;
 it is kept as ``solver='alternate'`` (Anderson-accelerated, or over-relaxed).
 
-Cost: eigendecompositions of K1 (cached across folds) and of K2 once per kernel setting, O(n³ + m³);
-then four n × m rotations, O(nm(n + m)), per conjugate-gradient iteration (in single precision at the
-default tolerance). The kernel update reads GᵀG = U2 ĜᵀĜ U2ᵀ off the rotated iterate. Nothing of size
-nm × nm is formed and no inverse is taken. On CAL500 (502 × 174, 25 % hidden, 3 kernel updates) this
-is about 5× the cost of two eigendecompositions and one Sylvester solve, against 40–70× for the
-Anderson-accelerated alternation in the same process (tests/benchmarks/bench_pma.py).
+Cost: eigendecompositions of K1 (cached across folds) and of K2 once per kernel setting, O(n³ + m³)
+(the first K2's is the one that projects the initial moments onto the PSD cone); then four n × m
+rotations, O(nm(n + m)), per conjugate-gradient iteration, in single precision at the default
+tolerance (`MissingEntrySolver`). K1 stays fixed across kernel settings, so each setting warm-starts
+from the previous fixed point, already rotated (an m × m change of basis, not a fresh rotation), and
+the settings before the last — whose fixed points only feed the K2 re-estimation — are solved to
+10 × ``tol``. The kernel update reads GᵀG = U2 ĜᵀĜ U2ᵀ off the rotated iterate. Nothing of size
+nm × nm is formed and no inverse is taken. On CAL500 (502 × 174, 25 % hidden, 3 kernel updates) a
+whole fit — K1 built from the features, both eigendecompositions, 20 iterations in all — costs
+3.8× two eigendecompositions and one Sylvester solve (CPU seconds, one BLAS thread; 5.8× before
+these changes, same process), against about 60× for the Anderson-accelerated alternation
+(tests/benchmarks/bench_pma.py). Of the rest, ~40 % is the iterations' rotations, ~12 % each
+setting's preconditioner diagonal and starting residual, ~5 % the three further K2
+eigendecompositions and ~6 % building K1 from the features.
 """
 from __future__ import annotations
 
@@ -25,12 +33,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from malt.eigenbasis import KroneckerEigenbasis
+from malt.errors import DataError
 from malt.params import Interval, Options, param
 from malt.registry import Algorithm, register
 from malt.selection import InnerCVParams
 
 from .common import (PMAParams, RowConditional, check_kernel, check_matrix, column_means, cov_estimate,
-                     jittered, matrix_inputs, pd_eigh, prediction, row_kernel_eig, second_moments)
+                     jittered, matrix_inputs, pd_eigh, prediction, row_kernel_eig, second_moments,
+                     second_moments_eig)
 
 
 def map_f(Xt: np.ndarray, eig1, eig2) -> np.ndarray:
@@ -86,6 +96,128 @@ def _alternate(basis: KroneckerEigenbasis, K2, Xt, missing, *, iterations, tol, 
     return it
 
 
+UPDATE_TOL_FACTOR = 10.0
+"""Kernel settings before the last are solved to this × ``tol``: their fixed points only feed the K2
+re-estimation (an average over rows), and the last setting is solved to ``tol`` from their warm start."""
+
+
+class MissingEntrySolver:
+    """The fixed point of eqs. 5.22–5.23 — E[X_U | X_O] under K1 ⊕ K2, U the missing entries — for a
+    sequence of kernel settings, each warm-started from the previous one.
+
+    The missing entries solve Λ_UU x_U = −Λ_UO x_O with Λ = (K1 ⊕ K2)⁻¹ = U1 (1 / (a ⊕ b)) U2ᵀ
+    (the kernels' `KroneckerEigenbasis`), by conjugate gradients preconditioned with the exact diagonal
+    of Λ_UU. One application of Λ is four n × m rotations, in single precision when ``single`` (relative
+    error ~1e-6, far below a tolerance ≥ 1e-4). The vectors of the iteration live on U only; the
+    iterate X̃ (n, m) and its rotation X̂ = U1ᵀ X̃ U2 are kept in double precision.
+
+    Between kernel settings with the same K1 only U2 changes, so X̂ and the rotated observed part move
+    to the new basis by one product with U2_oldᵀ U2_new (O(nm²)) instead of fresh rotations (O(n²m)).
+    A setting then costs, before its iterations, one preconditioner diagonal and one unrotation of the
+    residual and the right-hand side together. Nothing of size nm × nm; no inverse.
+    """
+
+    def __init__(self, M: np.ndarray, missing: np.ndarray, Xt: np.ndarray, *, single: bool = True):
+        self.shape = M.shape
+        self.idx = np.flatnonzero(missing.ravel())
+        self.Xt = Xt
+        self.Xo = np.where(missing, 0.0, M)
+        self.dtype = np.float32 if single else np.float64
+        self.basis = None
+        self.both_h = None  # [X̂; rotated observed part; rotated previous fixed point], (3n, m)
+        self.previous = None  # the previous kernel setting's fixed point on U
+        self.solves = 0  # kernel settings solved since the left basis was set
+
+    @property
+    def Xh(self) -> np.ndarray:
+        """X̂ = U1ᵀ X̃ U2 in the current basis (kept up to date by the iteration)."""
+        return self.both_h[:self.shape[0]]
+
+    def set_basis(self, basis: KroneckerEigenbasis) -> None:
+        """Move to new kernels; the rotated iterate is carried over when K1 (the left basis) is unchanged."""
+        old, self.basis = self.basis, basis
+        n, m = self.shape
+        if old is not None and old.left is basis.left:
+            change = (old.right.vectors.T @ basis.right.vectors).astype(self.dtype)
+            self.both_h = (self.both_h.astype(self.dtype) @ change).astype(float)
+            return
+        self.U1 = np.asarray(basis.left.vectors, dtype=self.dtype)
+        self.U1_sq = self.U1 * self.U1
+        left = self.U1.T @ np.hstack([self.Xt, self.Xo]).astype(self.dtype)
+        U2 = basis.right.vectors.astype(self.dtype)
+        self.both_h = (np.vstack([left[:, :m], left[:, m:], left[:, :m]]) @ U2).astype(float)
+        self.solves = 0
+
+    def _warm_start(self) -> None:
+        """Start a kernel setting from the last fixed point x_r, or — from the third setting on — from its
+        linear extrapolation 2 x_r − x_{r−1} (the fixed points drift steadily as K2 settles); X̂ follows,
+        the rotation being linear. Any start reaches the same fixed point; this one is nearer."""
+        n = self.shape[0]
+        if self.solves == 0:
+            return
+        x = self.Xt.ravel()[self.idx]
+        Xh, previous_h = self.both_h[:n], self.both_h[2 * n:]
+        last = (x, Xh.copy())
+        if self.solves >= 2:
+            self.Xt.ravel()[self.idx] = 2.0 * x - self.previous
+            Xh *= 2.0
+            Xh -= previous_h
+        self.previous, previous_h[...] = last[0], last[1]
+
+    def f(self) -> np.ndarray:
+        """F = U1 (X̂ ⊙ a / (a ⊕ b)) U2ᵀ: eq. 5.22 at the current iterate (two rotations)."""
+        basis = self.basis
+        Fh = (self.Xh * (basis.a[:, None] / basis.spectrum("sum"))).astype(self.dtype)
+        return (self.U1 @ (Fh @ basis.right.vectors.T.astype(self.dtype))).astype(float)
+
+    def solve(self, tol: float, max_iter: int) -> dict:
+        """Conjugate gradients from the current X̃ to a relative preconditioned residual ``tol``
+        (√(rᵀD⁻¹r) ≤ tol × that of the right-hand side), at most ``max_iter`` iterations. Updates X̃
+        and X̂; returns the iteration count, the final residual and whether it converged."""
+        basis, idx, dtype = self.basis, self.idx, self.dtype
+        n, m = self.shape
+        if idx.size == 0:
+            return {"iterations": 0, "residual": 0.0, "converged": True}
+        self._warm_start()
+        self.solves += 1
+        U1, U2 = self.U1, np.ascontiguousarray(basis.right.vectors, dtype=dtype)
+        inv_S = (1.0 / basis.spectrum("sum")).astype(dtype)
+        D = (self.U1_sq @ (inv_S @ (U2 * U2).T)).ravel()[idx].astype(float)  # diag(Λ_UU)
+        scaled = (self.both_h[:2 * n].reshape(2, n, m) * inv_S).astype(dtype)
+        start = U1 @ np.hstack([scaled[0] @ U2.T, scaled[1] @ U2.T])
+        R = -start[:, :m].ravel()[idx].astype(float)  # −Λ_U· X̃: the residual at the warm start
+        B = -start[:, m:].ravel()[idx].astype(float)  # −Λ_UO x_O: the right-hand side
+        b_norm = float(np.sqrt(B @ (B / D)))
+        if b_norm == 0.0:  # nothing observed informs the missing entries: their mean is zero
+            self.Xt.ravel()[idx] = 0.0
+            self.both_h[:n] = basis.rotate(self.Xt)
+            return {"iterations": 0, "residual": 0.0, "converged": True}
+        Z = R / D
+        P = Z.copy()
+        rz = float(R @ Z)
+        residual = np.sqrt(max(rz, 0.0)) / b_norm
+        full = np.zeros((n, m), dtype=dtype)
+        flat, Xh = full.ravel(), self.Xh
+        x = self.Xt.ravel()[idx]
+        it = 0
+        while residual > tol and it < max_iter:
+            it += 1
+            flat[idx] = P
+            P_h = U1.T @ (full @ U2)
+            AP = (U1 @ ((P_h * inv_S) @ U2.T)).ravel()[idx].astype(float)
+            alpha = rz / float(P @ AP)
+            x += alpha * P
+            Xh += alpha * P_h
+            R -= alpha * AP
+            Z = R / D
+            rz_new = float(R @ Z)
+            residual = np.sqrt(max(rz_new, 0.0)) / b_norm
+            P = Z + (rz_new / rz) * P
+            rz = rz_new
+        self.Xt.ravel()[idx] = x
+        return {"iterations": it, "residual": float(residual), "converged": bool(residual <= tol)}
+
+
 def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 500, tol: float = 1e-3,
             jitter: float = 1e-2, eig1=None, solver: str = "cg", init: str = "mean", relax: float = 1.5,
             anderson: int = 5, alternate_tol: float = 1e-3, rng: np.random.Generator | None = None) -> dict:
@@ -98,7 +230,8 @@ def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 5
     K1, K2 : (n, n), (m, m) kernels or None (estimated; initialised from pairwise-complete second moments)
     eig1 : K1's `Eigenbasis` when known (cached across folds)
     solver : 'cg' — conjugate gradients for the fixed point (the conditional mean under K1 ⊕ K2), to a
-        relative preconditioned residual ``tol``; 'alternate' — the paper's alternation of 5.22 and
+        relative preconditioned residual ``tol`` for the last kernel setting and ``UPDATE_TOL_FACTOR`` ×
+        ``tol`` for those before it; 'alternate' — the paper's alternation of 5.22 and
         5.23, stopped when no missing entry moves more than ``alternate_tol`` × the data's std,
         Anderson-accelerated (depth ``anderson``) or over-relaxed by ``relax`` when anderson = 0.
     iterations : maximum iterations per kernel setting (either solver)
@@ -114,8 +247,13 @@ def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 5
     n, m = M.shape
     missing = ~observed
     estimate_k1, estimate_k2 = K1 is None, K2 is None
-    K1 = second_moments(M, observed, 1, jitter) if estimate_k1 else check_kernel(K1, n, "K1")
-    K2 = second_moments(M, observed, 0, jitter) if estimate_k2 else check_kernel(K2, m, "K2")
+    if estimate_k1:
+        K1 = second_moments(M, observed, 1, jitter)
+    elif eig1 is None:
+        K1 = check_kernel(K1, n, "K1")
+    elif eig1.size != n or np.shape(K1) != (n, n):  # K1 is only returned: its basis does the work
+        raise DataError(f"K1 must be {n} × {n} to match the matrix, got {np.shape(K1)}.")
+    K2, basis2 = second_moments_eig(M, observed, 0, jitter) if estimate_k2 else (check_kernel(K2, m, "K2"), None)
     basis1 = eig1 if (eig1 is not None and not estimate_k1) else pd_eigh(K1, "K1")
     Xt = np.where(observed, M, column_means(M, observed)[None, :])
     scale = float(np.std(M[observed])) or 1.0
@@ -123,20 +261,26 @@ def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 5
         rng = rng if rng is not None else np.random.default_rng(0)
         Xt[missing] = rng.normal(0.0, scale, int(missing.sum()))
     counts, residuals = [], []
+    fixed_point = MissingEntrySolver(M, missing, Xt, single=tol >= 1e-4)
     for round_ in range(kernel_updates + 1):
-        basis = KroneckerEigenbasis(basis1, pd_eigh(K2, "K2"))
+        last = round_ == kernel_updates
+        basis = KroneckerEigenbasis(basis1, basis2 if basis2 is not None else pd_eigh(K2, "K2"))
+        basis2 = None
         if solver == "cg":
-            Xt, Xh, info = basis.conditional_mean(M, tol=tol, max_iter=iterations, x0=Xt)
+            fixed_point.set_basis(basis)
+            info = fixed_point.solve(tol if last else UPDATE_TOL_FACTOR * tol, iterations)
+            Xh = fixed_point.Xh
             counts.append(info["iterations"])
             residuals.append(info["residual"])
         else:
             counts.append(_alternate(basis, K2, Xt, missing, iterations=iterations, tol=alternate_tol,
                                      scale=scale, anderson=anderson, relax=relax))
             Xh = basis.rotate(Xt)
-        last = round_ == kernel_updates
-        if last or estimate_k1:
+        if (last or estimate_k1) and solver == "cg":
+            F = fixed_point.f()  # eq. 5.22 at the fixed point
+        elif last or estimate_k1:
             a, b = basis.a[:, None], basis.b[None, :]
-            F = basis.unrotate(Xh * (a / (a + b)))  # eq. 5.22 at the fixed point
+            F = basis.unrotate(Xh * (a / (a + b)))
         if last:
             break
         if estimate_k2:  # GᵀG = U2 ĜᵀĜ U2ᵀ with Ĝ = X̂ ⊙ d2/(d1 + d2): no rotation back to G
@@ -155,8 +299,8 @@ class MAPParams(PMAParams, InnerCVParams):
                         "mean under K1 ⊕ K2); 'alternate': the paper's alternation of 5.22 and 5.23",
                         Options("cg", "alternate"))
     iterations: int = param(500, "maximum iterations per kernel setting (either solver)", Interval(1, None))
-    tol: float = param(1e-3, "solver 'cg': relative preconditioned residual at which conjugate gradients stop",
-                       Interval(0, 1, "neither"))
+    tol: float = param(1e-3, "solver 'cg': relative preconditioned residual at which conjugate gradients stop "
+                       "(kernel settings before the last: 10 × tol)", Interval(0, 1, "neither"))
     alternate_tol: float = param(1e-3, "solver 'alternate': stop when no missing entry moves more than this × "
                                  "the data's std (a step size, not a distance to the fixed point)",
                                  Interval(0, None))
@@ -173,9 +317,16 @@ class MAPParams(PMAParams, InnerCVParams):
                           "of the residual variance)", Interval(0, None, "neither"))
     signal_grid: tuple[float, ...] = param((0.35, 0.5, 0.7, 1.0), "ratings task: candidate `signal` values for "
                                            "select=inner-cv")
-    select: str = param("inner-cv", "ratings task: 'inner-cv' chooses `signal` from signal_grid on one validation "
-                        "split (1/inner_folds of the training ratings); 'none' uses `signal`. The other tasks "
-                        "have nothing to select", Options("none", "inner-cv"))
+    bias_scale: float = param(1.0, "ratings task: multiplier of the ridge penalties of the user and item biases "
+                              "(15 and 10: Koren 2010, Surprise's BaselineOnly)", Interval(0, None, "neither"))
+    bias_scale_grid: tuple[float, ...] = param((1.0,), "ratings task: candidate `bias_scale` values for "
+                                               "select=inner-cv, e.g. 0.25,0.5,1 (lower penalties cut RMSE on "
+                                               "MovieLens-100K, FilmTrust and CiaoDVD but let rarely rated items "
+                                               "top the ranking: recall@20 falls below `baseline`'s; so not by "
+                                               "default)")
+    select: str = param("inner-cv", "ratings task: 'inner-cv' chooses `signal` and `bias_scale` from their grids on "
+                        "one validation split (1/inner_folds of the training ratings); 'none' uses the values "
+                        "given. The other tasks have nothing to select", Options("none", "inner-cv"))
 
 
 @register
@@ -188,7 +339,7 @@ class PMAMap(Algorithm):
     name = "pma-map"
     tasks = frozenset({"missing", "multilabel", "ratings"})
     Params = MAPParams
-    version = "4"
+    version = "5"
 
     def run(self, split, params, ctx):
         if hasattr(split, "train") and hasattr(split, "test_cols"):
@@ -206,13 +357,14 @@ class PMAMap(Algorithm):
 
 def _run_ratings(split, params, ctx):
     """The ratings task: biases + PMA with moment kernels (`malt.algorithms.pma.ratings`); the kernels'
-    scale chosen on a validation split of the training ratings unless select='none'."""
+    scale and the biases' penalties chosen on a validation split of the training ratings unless
+    select='none'."""
     import scipy.sparse as sp
 
     from malt.errors import DataError
     from malt.selection import candidates, holdout_ids, select
 
-    from .ratings import check_size, fit_moments, predict_ratings
+    from .ratings import check_size, predict_ratings
 
     train = sp.coo_matrix(split.train)
     check_size(train.shape)
@@ -224,23 +376,24 @@ def _run_ratings(split, params, ctx):
         raise DataError("pma-map cannot predict new rows of a rating matrix (its kernels come from co-ratings); "
                         "use new_rows=False")
     diagnostics = {}
-    if params.select == "inner-cv" and len(params.signal_grid) > 1:
+    grids = {"signal": params.signal_grid, "bias_scale": params.bias_scale_grid}
+    if params.select == "inner-cv" and any(len(grid) > 1 for grid in grids.values()):
         ids = holdout_ids(y.size, 1.0 / params.inner_folds, ctx.rng)
-        inner = {}
+        moments_of = {}  # bias_scale -> moments of the inner training part
 
         def evaluate(candidate, fit_idx, val_idx):
-            if "moments" not in inner:
-                inner["moments"] = fit_moments(rows[fit_idx], cols[fit_idx], y[fit_idx], train.shape,
-                                               shrink=params.shrink)
-            got = predict_ratings(inner["moments"], rows[fit_idx], cols[fit_idx], rows[val_idx], cols[val_idx],
-                                  signal=candidate.signal, tol=10 * 1e-4)
+            if candidate.bias_scale not in moments_of:
+                moments_of[candidate.bias_scale] = _moments(rows[fit_idx], cols[fit_idx], y[fit_idx], train.shape,
+                                                            candidate)
+            got = predict_ratings(moments_of[candidate.bias_scale], rows[fit_idx], cols[fit_idx], rows[val_idx],
+                                  cols[val_idx], signal=candidate.signal, tol=10 * 1e-4)
             return float(np.sqrt(np.mean((got["values"] - y[val_idx]) ** 2)))
 
-        choice = select(candidates(params, {"signal": params.signal_grid}), evaluate, ids,
-                        progress=lambda f: ctx.progress(0.6 * f, "choosing the kernel scale"))
+        choice = select(candidates(params, grids), evaluate, ids,
+                        progress=lambda f: ctx.progress(0.6 * f, "choosing the kernel scale and bias penalties"))
         params = choice.best
         diagnostics.update(choice.diagnostics())
-    moments = fit_moments(rows, cols, y, train.shape, shrink=params.shrink)
+    moments = _moments(rows, cols, y, train.shape, params)
     fit = predict_ratings(moments, rows, cols, split.test_rows, split.test_cols, signal=params.signal,
                           tol=1e-4, scores=True,
                           progress=lambda f, msg: ctx.progress(0.6 + 0.4 * f, msg))
@@ -249,3 +402,11 @@ def _run_ratings(split, params, ctx):
     from malt.splits import Prediction
 
     return Prediction(values=fit["values"], scores=fit["scores"], diagnostics=diagnostics)
+
+
+def _moments(rows, cols, y, shape, params) -> dict:
+    """Biases (penalties 15 and 10 × ``bias_scale``) and moment kernels of training ratings."""
+    from .ratings import fit_moments
+
+    return fit_moments(rows, cols, y, shape, shrink=params.shrink, reg_rows=15.0 * params.bias_scale,
+                       reg_cols=10.0 * params.bias_scale)
