@@ -287,14 +287,15 @@ def test_two_experiments_of_one_repository_run_at_the_same_time(tmp_path):
         run_malt(*args, "--repo", tmp_path / "serial")
     assert values(shared) == values(tmp_path / "serial")
     # the same experiment twice: the second refuses with one line (or queues with --wait)
-    first = subprocess.Popen(malt_cmd(*a, "--param", "sleep=1.5", "--repo", str(shared)), env=env, cwd=ROOT,
+    slow = [*CV, "--param", "sleep=1.5"]  # the same experiment as `a`, new units that take a while
+    first = subprocess.Popen(malt_cmd(*slow, "--repo", str(shared)), env=env, cwd=ROOT,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lock = shared / "experiments" / outs[0][0].strip() / ".lock"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and f"pid {first.pid} ".encode() not in lock.read_bytes():
         time.sleep(0.05)
-    second = run_malt(*a, "--param", "sleep=1.5", "--repo", shared, check=False)
-    waited = run_malt(*a, "--param", "sleep=1.5", "--wait", "--repo", shared, check=False)
+    second = run_malt(*slow, "--repo", shared, check=False)
+    waited = run_malt(*slow, "--wait", "--repo", shared, check=False)
     first.communicate(timeout=120)
     assert second.returncode == 2 and "in use by malt pid" in second.stderr and "--wait" in second.stderr
     assert waited.returncode == 0 and "0 unit(s) run, 5 already stored" in waited.stderr
