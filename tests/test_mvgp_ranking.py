@@ -95,7 +95,8 @@ def test_ranking_scores_beat_popularity_on_movielens():
     task, tp = RatingsTask(), RatingsParams()
     split = task.split(data, tp, 0)
     recall = {}
-    for name, extra in (("popularity", None), ("kpmf", {}), ("con-mvgp", {"row_cov": "identity", "col_cov": "identity", "max_rank": 20})):
+    quick = {"row_cov": "identity", "col_cov": "identity", "max_rank": 20}
+    for name, extra in (("popularity", None), ("kpmf", {}), ("con-mvgp", quick)):
         algo = algorithms()[name]()
         params = algo.Params() if extra is None else algo.Params(select="none", **extra)
         pred = algo.run(split, params, Context(None, data_key=data.hash, seed=0, dataset=data))

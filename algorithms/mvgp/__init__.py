@@ -112,9 +112,11 @@ def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None):
 
 
 def absolute_penalties(centred, GM, GN, option, lam: float, fixed_rank):
-    """(σ², λ, edge) of eq. 11 for one fit (edge None with scale='absolute'). With ``scale='noise-edge'`` the shrinkage λσ² of the singular
-    values is given in units of the data's :func:`null_edge` e (the gradient norm of structureless data
-    with the same magnitudes and sampling): the nuclear-norm models take λ = lam · e / σ² (σ² then only
+    """(σ², λ, edge) of eq. 11 for one fit (edge None with scale='absolute').
+
+    With ``scale='noise-edge'`` the shrinkage λσ² of the singular values is given in units of the
+    data's :func:`null_edge` e (the gradient norm of structureless data with the same magnitudes and
+    sampling): the nuclear-norm models take λ = lam · e / σ² (σ² then only
     weighs the ½‖B‖²_F prior), KPMF (λ = 1, fixed rank; its factor ridge shrinks singular values by σ²)
     takes σ² = sigma2 · e. The edge is recomputed on whatever part is fitted (inner folds included), so
     one value serves every training size and dataset. ``scale='absolute'``: the paper's units."""
