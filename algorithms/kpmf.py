@@ -2,7 +2,10 @@
 
 With U = G_M A, V = G_N B the MAP objective is ½σ⁻² Σ_L (y − (G_M A Bᵀ G_Nᵀ))² + ½(‖A‖² + ‖B‖²),
 i.e. the factored con-MV-GP objective (algorithms/mvgp/core.py) at λ = 1, no ½‖ABᵀ‖²_F term and a
-fixed rank; solved by the same L-BFGS refinement.
+fixed rank; solved by the same L-BFGS refinement. The ridge ½(‖A‖² + ‖B‖²) shrinks the singular
+values of the fit by σ², so with ``scale='noise-edge'`` (default) σ² is a multiple of the data's
+null edge; scores for ranking come from the zero-filled fit of the same model (see
+``malt.algorithms.mvgp``).
 """
 from __future__ import annotations
 
@@ -10,15 +13,17 @@ from dataclasses import dataclass
 
 from malt.params import Interval, param
 from malt.registry import Algorithm, register
-from malt.algorithms.mvgp import PAPER_SIGMA2, _Common, predict_split
+from malt.algorithms.mvgp import LAM_EDGE_GRID, EdgeScaled, predict_split
 
 
 @dataclass(frozen=True, kw_only=True)
-class KPMFParams(_Common):
+class KPMFParams(EdgeScaled):
     rank: int = param(10, "number of latent factors", Interval(1, None))
-    sigma2: float = param(12.7, "noise variance σ² (select=none)", Interval(0, None, "neither"))
-    sigma2_grid: tuple[float, ...] = param(PAPER_SIGMA2[12:15],
-                                           "candidate σ² (select=inner-cv; the paper's grid is PAPER_SIGMA2)")
+    sigma2: float = param(0.5, "noise variance σ² (select=none); with λ = 1 and a fixed rank it is the shrinkage "
+                          "of the singular values, so with scale='noise-edge' it is in units of null_edge",
+                          Interval(0, None, "neither"))
+    sigma2_grid: tuple[float, ...] = param(LAM_EDGE_GRID, "candidate σ² (select=inner-cv), in units of null_edge "
+                                           "with scale='noise-edge' (the paper's absolute grid is PAPER_SIGMA2)")
 
 
 @register
@@ -27,7 +32,7 @@ class KPMF(Algorithm):
     name = "kpmf"
     tasks = frozenset({"ratings"})
     Params = KPMFParams
-    version = "5"  # v5: bias offsets, shared inner-CV vocabulary by default
+    version = "6"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit
 
     def run(self, split, params, ctx):
         return predict_split(split, params, ctx, lam=1.0, frob=0.0, fixed_rank=params.rank)

@@ -11,9 +11,11 @@
 #   KPMF-5/-20 (D), PMF-5/-20 (I), as the paper; the diffusion kernel exp(-L) + I (a = b = 1) as the
 #   paper. The identity covariance is not run on new rows (it cannot predict them, as the paper notes).
 # * Model selection: the paper searches λ over 5 and σ² over 20 log-spaced values in [1e-3, 1e3]
-#   (100 fits per split) separately for RMSE and for R@20. MVGP_GRID=paper passes that grid; the
-#   default (MVGP_GRID=default) uses the algorithms' default sub-grids (points of the same grid), and
-#   selection is by RMSE only, so the R@20 column is that of the RMSE-selected model.
+#   (100 fits per split) separately for RMSE and for R@20. MVGP_GRID=paper passes that grid (in the
+#   paper's absolute units, scale=absolute); the default (MVGP_GRID=default) uses the algorithms'
+#   defaults: λσ² (KPMF: σ²) in units of the data's null edge, chosen by inner CV on RMSE, and R@20
+#   from a second, zero-filled fit of the same model (ranking=zero-filled; Steck 2010, PureSVD)
+#   instead of a second selection by R@20.
 # * Offsets: every model removes regularised row + column biases before the fit (our defaults; the
 #   paper centres by the global mean): MVGP_CENTER=global reproduces the paper's centring for the GP
 #   models and PMF.
@@ -29,12 +31,13 @@ MVGP_METRICS = --metric rmse --metric recall@k --metric precision@k
 MVGP_RATINGS = --task ratings --task-param runs=$(MVGP_RUNS) --task-param train_fraction=0.8
 MVGP_BASELINES = baseline biased-mf popularity
 _GRIDS_paper = --param sigma2_grid=$(shell $(BIN)/python -c "from malt.algorithms.mvgp import PAPER_SIGMA2 as s; print(','.join(map(repr, s)))")
+_SCALE_paper = --param scale=absolute
 _LAMS_paper = --param lam_grid=$(shell $(BIN)/python -c "from malt.algorithms.mvgp import PAPER_LAMBDA as s; print(','.join(map(repr, s)))")
 # per-algorithm parameters ($$cov: 'diffusion;identity' on known rows, 'diffusion' on new rows), as a shell snippet setting $p
 MVGP_P = case $$a in \
-  con-mvgp|trace-gp) p="--param row_cov=$$cov --param center=$(MVGP_CENTER) $(_GRIDS_$(MVGP_GRID)) $(_LAMS_$(MVGP_GRID))";; \
+  con-mvgp|trace-gp) p="--param row_cov=$$cov --param center=$(MVGP_CENTER) $(_GRIDS_$(MVGP_GRID)) $(_LAMS_$(MVGP_GRID)) $(_SCALE_$(MVGP_GRID))";; \
   mvgp) p="--param center=$(MVGP_CENTER) $(_GRIDS_$(MVGP_GRID))";; \
-  kpmf) p="--param rank=5;20 --param center=$(MVGP_CENTER) $(_GRIDS_$(MVGP_GRID))";; \
+  kpmf) p="--param rank=5;20 --param center=$(MVGP_CENTER) $(_GRIDS_$(MVGP_GRID)) $(_SCALE_$(MVGP_GRID))";; \
   pmf) p="--param rank_grid=5;20 --param center=$(MVGP_CENTER)";; \
   *) p="";; esac;
 MVGP_ALGOS = con-mvgp trace-gp mvgp kpmf pmf $(MVGP_BASELINES)

@@ -3,7 +3,7 @@ closed-form Kronecker GP posterior mean, monotone objective, new-row prediction,
 import numpy as np
 import scipy.sparse as sp
 
-from malt.algorithms.mvgp import PAPER_LAMBDA, PAPER_SIGMA2, diffusion_sqrt, fit_mvgp, objective
+from malt.algorithms.mvgp import diffusion_sqrt, fit_mvgp, objective
 from malt.algorithms.mvgp.core import _refine
 from malt.context import Context
 from malt.registry import algorithms
@@ -118,8 +118,9 @@ def test_new_row_predicted_through_row_covariance_better_than_column_mean():
     truth = Y[tr_rows, tr_cols]
     colmean = np.bincount(tr.col, tr.data, N) / np.bincount(tr.col, minlength=N)
     base = np.sqrt(np.mean((colmean[tr_cols] - truth) ** 2))
-    for name, extra in (("con-mvgp", {"lam": 1.0, "sigma2": 0.1, "max_rank": 6}), ("mvgp", {"sigma2": 0.1, "max_rank": 6}),
-                        ("kpmf", {"rank": 3, "sigma2": 0.1})):
+    for name, extra in (("con-mvgp", {"lam": 1.0, "sigma2": 0.1, "max_rank": 6, "scale": "absolute"}),
+                        ("mvgp", {"sigma2": 0.1, "max_rank": 6}),
+                        ("kpmf", {"rank": 3, "sigma2": 0.1, "scale": "absolute"})):
         algo = algorithms()[name]()
         pred = algo.run(split, algo.Params(select="none", col_cov="identity", beta=4.0, shift=0.05, **extra), ctx)
         rmse = np.sqrt(np.mean((pred.values - truth) ** 2))
@@ -127,8 +128,9 @@ def test_new_row_predicted_through_row_covariance_better_than_column_mean():
 
 
 def test_inner_cv_picks_from_the_grid():
-    """The shared selector (malt.selection) chooses σ² and λ from the declared grids; the defaults are
-    points of the paper's grid; the tuned fit beats column means."""
+    """The shared selector (malt.selection) chooses σ² and λ from the declared grids, which are in units
+    of the data's null edge (absolute λ = lam · edge / σ²; KPMF's σ² = sigma2 · edge); the tuned fit
+    beats column means."""
     Y, G = _planted_graph_model(30, 20, seed=2)
     rng = np.random.default_rng(3)
     mask = rng.random(Y.shape) < 0.6
@@ -136,22 +138,26 @@ def test_inner_cv_picks_from_the_grid():
     r, c = np.nonzero(~mask)
     algo = algorithms()["con-mvgp"]()
     params = algo.Params(col_cov="identity", max_rank=4)
-    assert params.select == "inner-cv"
+    assert params.select == "inner-cv" and params.scale == "noise-edge"
     pred = algo.run(RatingsSplit(tr, r, c, G, None, None, None, False, 0), params,
                     Context.for_arrays(np.zeros((30, 1)), seed=0))
-    assert pred.diagnostics["lambda"] in params.lam_grid and pred.diagnostics["sigma2"] in params.sigma2_grid
-    assert pred.diagnostics["selected"]["sigma2"] == pred.diagnostics["sigma2"]
-    assert pred.diagnostics["inner_cv_candidates"] == len(params.lam_grid) * len(params.sigma2_grid)
-    assert set(params.lam_grid) <= set(PAPER_LAMBDA) and set(params.sigma2_grid) <= set(PAPER_SIGMA2)
+    d = pred.diagnostics
+    assert d["selected"]["lam"] in params.lam_grid and d["sigma2"] in params.sigma2_grid and d["null_edge"] > 0
+    assert np.isclose(d["lambda"], d["selected"]["lam"] * d["null_edge"] / d["sigma2"])
+    assert d["inner_cv_candidates"] == len(params.lam_grid) * len(params.sigma2_grid)
     colmean = np.bincount(tr.col, tr.data, 20) / np.bincount(tr.col, minlength=20)
     assert np.sqrt(np.mean((pred.values - Y[r, c]) ** 2)) < np.sqrt(np.mean((colmean[c] - Y[r, c]) ** 2))
     kp = algorithms()["kpmf"]()
     kparams = kp.Params(col_cov="identity", rank=3)
     pk = kp.run(RatingsSplit(tr, r, c, G, None, None, None, False, 0), kparams,
                 Context.for_arrays(np.zeros((30, 1)), seed=0))
-    assert pk.diagnostics["selected"] == {"sigma2": pk.diagnostics["sigma2"]}
-    assert pk.diagnostics["sigma2"] in kparams.sigma2_grid and pk.diagnostics["lambda"] == 1.0
-    assert set(kparams.sigma2_grid) <= set(PAPER_SIGMA2)
+    dk = pk.diagnostics
+    assert set(dk["selected"]) == {"sigma2"} and dk["selected"]["sigma2"] in kparams.sigma2_grid
+    assert np.isclose(dk["sigma2"], dk["selected"]["sigma2"] * dk["null_edge"]) and dk["lambda"] == 1.0
+    absolute = kp.run(RatingsSplit(tr, r, c, G, None, None, None, False, 0),
+                      kp.Params(col_cov="identity", rank=3, scale="absolute", select="none", sigma2=0.7),
+                      Context.for_arrays(np.zeros((30, 1)), seed=0))
+    assert absolute.diagnostics["sigma2"] == 0.7 and absolute.diagnostics["null_edge"] is None
 
 
 def test_side_graph_datasets_load(tmp_path):
