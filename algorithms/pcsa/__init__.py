@@ -38,6 +38,9 @@ class PCSAParams(Params):
                        "shapes h set by the bound (heavy-tailed, per-row and per-column noise; h → ∞ is 'shared'); "
                        "'auto': 'scaled' with observed inference, 'shared' with fill",
                        Options("auto", "shared", "scaled"))
+    ard_strength: float = param(1e-3, "observed inference, pcsa only — s of the Gamma(s, s) prior on the ARD "
+                                "precisions of A's and B's columns (mean 1, the fixed precision of Y and Z): 1e-3 is "
+                                "§2.2's vague prior; larger s keeps more components", Interval(0, None, "neither"))
     init: str = param("svd", "observed inference only — starting factor means: 'svd' = leading singular "
                       "triplets of the centred observed matrix, 'random' = small Gaussian draws",
                       Options("svd", "random"))
@@ -88,7 +91,7 @@ class ObservedFit:
             fit = pcsa_observed_fit(r, c, x - self.mu, sh, d1=params.rank, d2=params.rank, prior=prior,
                                     biases=params.center in ("biases", "auto"),
                                     noise="shared" if params.noise == "shared" else "scaled",
-                                    init=params.init, max_iter=params.max_iter,
+                                    init=params.init, ard_strength=params.ard_strength, max_iter=params.max_iter,
                                     tol=params.tol, rng=ctx.rng,
                                     callback=lambda it, _: ctx.progress(it / params.max_iter, f"iteration {it}"))
         self.R, self.C = (fit["V"], fit["U"]) if flip else (fit["U"], fit["V"])

@@ -137,7 +137,8 @@ def _svd_start(X: sp.csr_matrix, d1: int, d2: int, rng) -> tuple[np.ndarray, np.
 
 
 def pcsa_observed_fit(rows, cols, x, shape, *, d1=20, d2=20, prior="ard", biases=True, noise="shared",
-                      init="svd", max_iter=200, tol=1e-6, rng=None, a0=PRIOR, b0=PRIOR, callback=None) -> dict:
+                      init="svd", max_iter=200, tol=1e-6, rng=None, a0=PRIOR, b0=PRIOR, ard_strength=None,
+                      callback=None) -> dict:
     """Variational Bayes for (sparse) PCSA on observed entries (rows, cols, x) of a (D1, D2) matrix.
 
     prior : 'ard' (Normal–Gamma, eq. 2) or 'jeffreys' (Normal–Jeffreys, eq. 8).
@@ -150,6 +151,8 @@ def pcsa_observed_fit(rows, cols, x, shape, *, d1=20, d2=20, prior="ard", biases
         Archambeau's robust BMF, AISTATS 2011), Q(ρ_i), Q(κ_j) Gamma, the shapes h_r, h_c set by
         maximising the bound (h → ∞ is 'shared'). Entry (i, j) weighs ⟨ρ_i⟩⟨κ_j⟩ in the sums over
         O_i and O_j of the factor and τ updates; ⟨ρ_i⟩ = (h_r + n_i/2) / (h_r + ½⟨τ⟩ Σ_j ⟨κ_j⟩ E e_ij²).
+    ard_strength : s of the Gamma(s, s) prior on the ARD precisions ς_k, φ_k (prior mean 1, the fixed
+        precision of Y and Z; s pseudo-observations of strength); None: the vague Gamma(a0, b0) of §2.2.
     init : 'svd' — factor means start at the leading singular triplets of the observed matrix
         (``_svd_start``); 'random' — small Gaussian means. Posterior covariances start at 0.
     Stops when the bound's relative increase is below ``tol``. ``callback(it, fit)`` after every
@@ -194,7 +197,8 @@ def pcsa_observed_fit(rows, cols, x, shape, *, d1=20, d2=20, prior="ard", biases
     SV = np.zeros((m, d, d))
     tau = 1.0 / var
     u_tau = a0 + L / 2.0
-    s_u, f_u = a0 + n / 2.0, a0 + m / 2.0                    # Q(ς), Q(φ) shapes (A: D1 rows, B: D2 rows)
+    ard_a, ard_b = (a0, b0) if ard_strength is None else (ard_strength, ard_strength)
+    s_u, f_u = ard_a + n / 2.0, ard_a + m / 2.0              # Q(ς), Q(φ) shapes (A: D1 rows, B: D2 rows)
     s_v = np.full(d1, s_u * scale ** 2); f_v = np.full(d2, f_u * scale ** 2)
     s_mean, f_mean = s_u / s_v, f_u / f_v
     br_u, bc_u = a0 + n / 2.0, a0 + m / 2.0                   # Q(β_r), Q(β_c) shapes
@@ -240,7 +244,7 @@ def pcsa_observed_fit(rows, cols, x, shape, *, d1=20, d2=20, prior="ard", biases
         sqA, sqB = sq_u[A_], sq_v[B_]
         el_u, el_v = np.zeros(d), np.zeros(d)
         if prior == "ard":
-            s_v = b0 + sqA / 2.0; f_v = b0 + sqB / 2.0
+            s_v = ard_b + sqA / 2.0; f_v = ard_b + sqB / 2.0
             s_mean, f_mean = s_u / s_v, f_u / f_v
             el_u[A_], el_v[B_] = digamma(s_u) - np.log(s_v), digamma(f_u) - np.log(f_v)
         else:
@@ -260,7 +264,7 @@ def pcsa_observed_fit(rows, cols, x, shape, *, d1=20, d2=20, prior="ard", biases
         if biases:
             Lb += _gamma_kl_terms(a0, b0, br_u, br_v) + _gamma_kl_terms(a0, b0, bc_u, bc_v)
         if prior == "ard":
-            Lb += _gamma_kl_terms(a0, b0, s_u, s_v) + _gamma_kl_terms(a0, b0, f_u, f_v)
+            Lb += _gamma_kl_terms(ard_a, ard_b, s_u, s_v) + _gamma_kl_terms(ard_a, ard_b, f_u, f_v)
         else:
             Lb += -np.sum(np.log(alphaA)) - np.sum(np.log(alphaB))
         bounds.append(float(Lb))
