@@ -152,7 +152,9 @@ class PCSA(_PCSABase):
 
     On the missing task the paper's §3.1 inference (missing entries refilled with the posterior mean,
     dense Sylvester/Stein eigen-solves); on the ratings task the same model and bound on the observed
-    entries only, with row and column biases. Diagnostics report the effective d1, d2 and the bound."""
+    entries only, with row and column biases and row and column noise scales (noise='scaled'; eq. 1's
+    shared noise with noise='shared'). Diagnostics report the effective d1, d2, the bound and, with
+    scaled noise, the Gamma shapes of the noise scales (small = heavy-tailed)."""
 
     name = "pcsa"
     Params = PCSAParams

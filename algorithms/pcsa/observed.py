@@ -23,6 +23,13 @@ is fitted to the observed entries only, each update the exact coordinate maximis
 residual of the observed entries (eq. 7 restricted to O). Cost per iteration O(L d² + (D1 + D2) d³)
 for L observed entries and d = d1 + d2; memory O((D1 + D2) d²) — the sums over O_i are one sparse ×
 dense product with the (D2, d²) second moments, never a d × d block per entry.
+
+Noise (``noise='scaled'``, the ratings default). Eq. 1's one precision τ for every entry costs
+accuracy on rating data, whose rows and columns differ in noise (MovieLens-100K, 70 % training:
+RMSE 0.913 with shared noise whatever the rank cap, iteration count or pruning; 0.906 with the
+scales). e_ij ~ N(0, 1/(τ ρ_i κ_j)) with mean-one Gamma scales per row and per column, the same VB
+(their Gamma posteriors have closed forms; each entry's weight ⟨ρ_i⟩⟨κ_j⟩ enters the sums above as
+the value of the sparse pattern), one more sparse product per iteration.
 """
 from __future__ import annotations
 
