@@ -13,7 +13,9 @@
 #   is not run. (3) noise — the default gives every row and column a Gamma(h, h) precision scale
 #   (noise=scaled: heavy-tailed, per-row and per-column noise as in robust BMF, h by the bound) and
 #   clips the estimates to the training ratings' range; eq. 1's shared noise runs beside it
-#   (noise=shared). The bias model (baseline) and biased MF run in the same experiment.
+#   (noise=shared). (4) pcsa's ARD precisions have a Gamma(1, 1) prior, not §2.2's vague Gamma(1e-3, 1e-3)
+#   (which prunes to ~4 components on ratings; --param ard_strength=0.001 restores it); pcsa-sparse's
+#   Jeffreys prior is as in §3.2. The bias model (baseline) and biased MF run in the same experiment.
 # * Figures 2-3 (§4.2): Frey nf = 1000 .. 200 and ORL nf = 300 .. 50 fully observed images, half the
 #   pixels of the others hidden, 10 runs, CORR and MAE. The Bayesian GPLVM comparison is not run
 #   (no implementation in malt). Our matrices are images × pixels; PCSA transposes to D1 ≤ D2 as the
