@@ -8,7 +8,10 @@ with the rest of the ratings family (pmf, pcsa, the matrix-variate GPs).
 * ``biased-mf`` — biased matrix factorisation r̂_ui = μ + b_u + b_i + p_uᵀ q_i (Koren, Bell & Volinsky
   2009, eq. 5; Surprise's SVD), minimising
   Σ_obs (r_ui − r̂_ui)² + λ (‖p_u‖² + ‖q_i‖²) + λ_b (b_u² + b_i²) by alternating least squares:
-  each half step is an exact ridge solve of every user (item) at once.
+  each half step is an exact ridge solve of every user (item) at once. λ is chosen by inner
+  cross-validation on the training ratings (one holdout of a fifth; `malt.selection`), strongest
+  penalty first, so on sparse data it falls back towards the bias model instead of losing to it
+  (a fixed λ = 10 did on CiaoDVD: RMSE 0.947 against baseline's 0.946).
 * ``popularity`` — the ranking baseline: items ordered by their number of training ratings.
 
 Building blocks (sparse; no loop over entries, nothing dense in users × items × rank):
@@ -24,8 +27,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from malt.errors import DataError
-from malt.params import Interval, Params, param
+from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
+from malt.selection import InnerCVParams, candidates, inner_fold_ids, select
 from malt.splits import Prediction
 
 # --------------------------------------------------------------------------------------------- #
@@ -186,10 +190,16 @@ class Baseline(Algorithm):
 
 
 @dataclass(frozen=True, kw_only=True)
-class BiasedMFParams(Params):
+class BiasedMFParams(InnerCVParams):
+    select: str = param("inner-cv", "'inner-cv': choose reg from reg_grid by inner cross-validation on the "
+                        "training ratings; 'none': use reg", Options("none", "inner-cv"))
+    inner_rounds: int = param(1, "inner folds actually validated (1 = one holdout of 1/inner_folds of the "
+                              "training ratings; inner_folds = full inner cross-validation)", Interval(1, None))
     rank: int = param(10, "number of latent factors k", Interval(1, None))
-    reg: float = param(10.0, "ridge penalty λ on the factors p_u, q_i (sum over ratings, not per rating)",
-                       Interval(0, None, "neither"))
+    reg: float = param(10.0, "ridge penalty λ on the factors p_u, q_i (sum over ratings, not per rating; "
+                       "select=none)", Interval(0, None, "neither"))
+    reg_grid: tuple[float, ...] = param((30.0, 10.0, 3.0), "candidate λ (select=inner-cv); the first of equally "
+                                        "good candidates wins, so the list starts at the strongest penalty")
     reg_bias: float = param(10.0, "ridge penalty on the biases b_u, b_i", Interval(0, None))
     iterations: int = param(50, "maximum ALS sweeps", Interval(1, None))
     tol: float = param(1e-5, "stop when the objective's relative decrease falls below this", Interval(0, None))
@@ -202,17 +212,40 @@ class BiasedMF(Algorithm):
     name = "biased-mf"
     tasks = frozenset({"ratings"})
     Params = BiasedMFParams
-    version = "1"
+    version = "2"  # v2: λ by inner CV over reg_grid
 
     def run(self, split, params, ctx):
+        diagnostics = {}
+        if params.select == "inner-cv":
+            choice = choose_reg(params, split.train, ctx.rng, lambda f: ctx.progress(0.8 * f, "inner CV"))
+            params = choice.best
+            diagnostics.update(choice.diagnostics())
         f = als_biased_mf(split.train, params.rank, params.reg, params.reg_bias, iterations=params.iterations,
                           tol=params.tol, rng=ctx.rng)
         r, c = split.test_rows, split.test_cols
         values = f["mu"] + f["bu"][r] + f["bi"][c] + np.einsum("ij,ij->i", f["P"][r], f["Q"][c])
         urows = np.unique(r)
         scores = f["mu"] + f["bu"][urows][:, None] + f["bi"][None, :] + f["P"][urows] @ f["Q"].T
-        return Prediction(values=values, scores=scores,
-                          diagnostics={"iterations": len(f["objective"]), "objective": f["objective"][-1]})
+        diagnostics.update({"iterations": len(f["objective"]), "objective": f["objective"][-1]})
+        return Prediction(values=values, scores=scores, diagnostics=diagnostics)
+
+
+def choose_reg(params: BiasedMFParams, train, rng: np.random.Generator, progress=None):
+    """The Selection of λ from ``params.reg_grid`` by held-out squared error on the training ratings
+    (``inner_rounds`` of ``inner_folds`` folds). Cost: one ALS fit per candidate and round."""
+    rows, cols, y, shape = training_triplets(train)
+    ids = inner_fold_ids(y.size, params.inner_folds, rng)
+    ids[ids >= params.inner_rounds] = -1
+
+    def evaluate(option, tr, val):
+        f = als_biased_mf(sp.coo_matrix((y[tr], (rows[tr], cols[tr])), shape=shape), option.rank, option.reg,
+                          option.reg_bias, iterations=option.iterations, tol=option.tol,
+                          rng=np.random.default_rng(0))
+        est = f["mu"] + f["bu"][rows[val]] + f["bi"][cols[val]] + np.einsum("ij,ij->i", f["P"][rows[val]],
+                                                                             f["Q"][cols[val]])
+        return float(np.mean((est - y[val]) ** 2))
+
+    return select(candidates(params, {"reg": params.reg_grid}), evaluate, ids, progress=progress)
 
 
 @register
