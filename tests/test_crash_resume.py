@@ -73,7 +73,8 @@ def test_kill_minus_nine_during_rescore_and_cache_clear_loses_nothing(tmp_path):
         _kill_during(["cache", "clear"], repo, rng.uniform(0.3, 1.5), env)
         pd.testing.assert_frame_equal(_table(repo).reset_index(drop=True), expected.reset_index(drop=True))
     run_malt("rescore", "--repo", str(repo))
-    run_malt(*grid, "--param", "sleep=0.051", "--repo", str(repo))  # a new setting recomputes what the cache lost
+    new_setting = [*ARGS[:-3], "--param", "sleep=0.051", "--param", "kernel_seconds=0.05", "--param", "kernel_size=300"]
+    run_malt(*new_setting, "--repo", str(repo))  # a new setting recomputes what the cache lost
     exp = ResultSet.from_repository(Repository(repo)).frame["experiment"].iloc[0]
     assert "damaged" not in run_malt("show", exp, "--repo", str(repo)).stderr
     after = _table(repo)
