@@ -162,9 +162,12 @@ class ResultSet:
         grouped = self.frame.groupby(by, sort=True)["value"]
         out = grouped.agg(mean="mean", std=lambda v: v.std(ddof=1) if v.notna().sum() > 1 else np.nan,
                           folds="count").reset_index()
-        if {"experiment", "display"} <= set(by) and not self.completeness.empty:
-            planned = self.completeness.groupby(["experiment", "display"])["planned"].max()
-            out["planned"] = [planned.get((e, d), np.nan) for e, d in zip(out["experiment"], out["display"])]
+        keys = [k for k in by if k != "metric"]
+        if keys and set(keys) <= set(self.completeness.columns) and not self.completeness.empty:
+            # each completeness row is one planned setting of one experiment: a group plans their sum
+            planned = self.completeness.groupby(keys)["planned"].sum()
+            out["planned"] = [planned.get(key[0] if len(keys) == 1 else key, np.nan)
+                              for key in out[keys].itertuples(index=False, name=None)]
         else:
             out["planned"] = np.nan
         out["complete"] = out["folds"] >= out["planned"].fillna(0)

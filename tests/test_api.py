@@ -41,6 +41,8 @@ def test_the_api_and_the_cli_store_the_same_units(tmp_path):
     assert {"experiment", "algorithm", "display", "fold", "metric", "value", "task.missing", "param.C"} <= set(frame)
     summary = malt.load(tmp_path / "api").summary(by="algorithm")
     assert set(summary["algorithm"]) == {"mllr", "mlknn"} and (summary["folds"] > 0).all()
+    planned = summary.groupby("algorithm")["planned"].first()  # mllr: two settings × 3 folds
+    assert planned.to_dict() == {"mllr": 6, "mlknn": 3} and summary["complete"].all()
     with pytest.raises(MaltError, match="Unknown algorithm 'mlr'"):
         malt.cv("mlr", "synthetic-multilabel", repo=tmp_path / "api")
 
