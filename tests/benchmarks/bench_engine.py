@@ -28,6 +28,8 @@ from malt.repository.store import Repository
 from malt.tasks import get_task
 
 ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # run as a script: the test plugins (tests.plugins.counting) live under ROOT
+    sys.path.insert(0, str(ROOT))
 
 
 def tiny_plan(folds: int, sleep: float = 0.0) -> engine.Plan:
