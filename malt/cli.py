@@ -91,8 +91,8 @@ def task_option_flags(func):
             decorator = click.option(f"{flag}/--no-{name.replace('_', '-')}", f"opt_{name}", default=None,
                                      help=f"Task option ({tasks_text}): {help_text}.")
         else:
-            decorator = click.option(flag, f"opt_{name}", metavar="VALUE", multiple=True, help=f"Task option ({tasks_text}): "
-                                                                                  f"{help_text}.")
+            decorator = click.option(flag, f"opt_{name}", metavar="VALUE", multiple=True,
+                                     help=f"Task option ({tasks_text}): {help_text}.")
         func = decorator(func)
     return func
 

@@ -158,7 +158,16 @@ def test_kernels_positive_definite_and_structured():
     X = sp.csr_matrix(rng.poisson(0.5, size=(40, 30)).astype(float))
     from sklearn.metrics.pairwise import cosine_distances as skcos
 
-    assert np.allclose(kernels.cosine_distances(X), skcos(X), atol=1e-12)
+    # 𝒦_NN (6.21) by brute force on untied data: γ exp(−d/2σ²) on the union of each row's 5 nearest
+    Xd = sp.csr_matrix(rng.poisson(3.0, size=(40, 30)).astype(float))
+    D = skcos(Xd)
+    np.fill_diagonal(D, np.inf)
+    A = np.zeros(D.shape, dtype=bool)
+    A[np.repeat(np.arange(40), 5), np.argsort(D, axis=1)[:, :5].ravel()] = True
+    A |= A.T
+    Kd = kernels.knn_kernel(Xd, 5, gamma=2.0, sigma2=0.5)
+    off = ~np.eye(40, dtype=bool)
+    assert np.allclose(Kd[off], np.where(A, 2.0 * np.exp(-D / (2 * 0.5)), 0.0)[off], atol=1e-12)
     K = kernels.knn_kernel(X, 5, gamma=2.0, sigma2=0.5)
     assert np.allclose(K, K.T) and np.linalg.eigvalsh(K)[0] > 0
     assert ((K > 0).sum(axis=1) - 1 >= 5).all()  # at least k neighbours after symmetrising

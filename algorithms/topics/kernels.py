@@ -17,15 +17,6 @@ def _make_pd(W: np.ndarray, c: float) -> np.ndarray:
     return W + (c + max(0.0, -lmin)) * np.eye(W.shape[0])
 
 
-def cosine_distances(counts) -> np.ndarray:
-    """d(x_i, x_j) = 1 - x_iᵀx_j / (‖x_i‖‖x_j‖) between rows of a (sparse) count matrix."""
-    X = sp.csr_matrix(counts, dtype=float)
-    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-    norms[norms == 0] = 1.0
-    Xn = sp.diags(1.0 / norms) @ X
-    return 1.0 - np.asarray((Xn @ Xn.T).todense())
-
-
 def knn_kernel(counts, k: int = 10, gamma: float = 1.0, sigma2: float = 1.0, c: float = 1.0) -> np.ndarray:
     """𝒦_NN (6.21): γ exp(-d_ij / 2σ²) on edges of the symmetrised (union) cosine kNN graph, c on the
     diagonal. The graph is malt's one kNN builder (`malt.graphs`, weight 'exp'); (D, D) dense."""
