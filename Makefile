@@ -26,7 +26,7 @@ test: install
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 bench: install
-	@for script in tests/benchmarks/bench_*.py; do echo "== $$script"; PYTHONPATH=. $(BIN)/python $$script || exit 1; done
+	@for script in tests/benchmarks/bench_*.py; do echo "== $$script"; PYTHONPATH=. MALT_DATA=$(FIGDATA) $(BIN)/python $$script || exit 1; done
 
 clean:
 	rm -rf $(DEMO) figures .pytest_cache
