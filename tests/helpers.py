@@ -31,3 +31,19 @@ def snapshot(folder: Path) -> dict[str, str]:
         return {}
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def three_dataset_semisupervised_repo(path: Path):
+    """gf, lgc and tikreg on three bundled datasets (20 labelled points): the across-datasets fixture
+    of the rank tables and critical-difference diagrams. Returns the loaded ResultSet."""
+    from click.testing import CliRunner
+
+    from malt.cli import main
+    from malt.results import ResultSet
+
+    for dataset in ("sklearn-iris", "sklearn-wine", "sklearn-breast-cancer"):
+        result = CliRunner().invoke(main, ["cv", "--repo", str(path), "--quiet", "--dataset", dataset, "--task",
+                                           "semisupervised", "--labeled", "20", "--algo", "gf", "--algo", "lgc",
+                                           "--algo", "tikreg"])
+        assert result.exit_code == 0, result.output
+    return ResultSet.load(path)

@@ -10,6 +10,7 @@ from malt.cli import main
 from malt.cli_figures import register
 from malt.errors import RepositoryError
 from malt.results import ResultSet
+from tests.helpers import three_dataset_semisupervised_repo
 
 register(main)
 
@@ -217,13 +218,7 @@ def test_cd_diagram_draws_the_friedman_ranks_and_the_nemenyi_groups(tmp_path):
 
     from malt.cd_diagram import cd_groups, plot_across_datasets
 
-    path = tmp_path / "repo"
-    for dataset in ("sklearn-iris", "sklearn-wine", "sklearn-breast-cancer"):
-        result = CliRunner().invoke(main, ["cv", "--repo", str(path), "--quiet", "--dataset", dataset, "--task",
-                                           "semisupervised", "--labeled", "20", "--algo", "gf", "--algo", "lgc",
-                                           "--algo", "tikreg"])
-        assert result.exit_code == 0, result.output
-    rs = ResultSet.load(path)
+    rs = three_dataset_semisupervised_repo(tmp_path / "repo")
     (out,) = plot_across_datasets(rs, tmp_path / "figs", formats=("png",), keep=True)
     try:
         means = rs.frame.groupby(["dataset", "algorithm"])["value"].mean().unstack()

@@ -14,6 +14,7 @@ from scipy import stats
 from malt.cli import main
 from malt.cli_figures import register
 from malt.results import ResultSet
+from tests.helpers import three_dataset_semisupervised_repo
 
 register(main)
 
@@ -124,13 +125,7 @@ def test_rank_table_against_scipy(tmp_path):
 
     from malt.tables import rank_tables
 
-    path = tmp_path / "repo"
-    for dataset in ("sklearn-iris", "sklearn-wine", "sklearn-breast-cancer"):
-        result = CliRunner().invoke(main, ["cv", "--repo", str(path), "--quiet", "--dataset", dataset, "--task",
-                                           "semisupervised", "--labeled", "20", "--algo", "gf", "--algo", "lgc",
-                                           "--algo", "tikreg"])
-        assert result.exit_code == 0, result.output
-    rs = ResultSet.load(path)
+    rs = three_dataset_semisupervised_repo(tmp_path / "repo")
     (table,) = rank_tables(rs)
     means = rs.frame.groupby(["dataset", "algorithm"])["value"].mean().unstack()
     ranks = pd.DataFrame(rankdata(means.to_numpy(), axis=1), index=means.index, columns=means.columns)
