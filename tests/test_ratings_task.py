@@ -69,3 +69,45 @@ def test_every_algorithm_is_ranked_over_the_same_candidates_or_not_at_all():
     packed = task.pack(split, Prediction(values=truth, scores=full), options)
     assert packed["top"].shape == (rows.size, 40)  # at least k, up to the 100 kept, never more than the columns
     assert 0 < ranked["precision@k"] <= 1 and 0 < ranked["recall@k"] <= 1
+
+
+@pytest.mark.timeout(30)
+def test_rmse_scores_estimates_clipped_to_the_training_range():
+    """Hand-computed: an estimate above the highest training rating counts as that rating, one below
+    the lowest as the lowest; estimates inside the range are scored as they are."""
+    R = sp.coo_matrix(np.array([[1.0, 2.0, 5.0, 3.0], [4.0, 1.0, 2.0, 5.0]]))
+    data = Dataset("tiny", {"ratings": R})
+    task = get_task("ratings")
+    options = task.Params(train_fraction=0.5)
+    split = task.split(data, options, 0)
+    truth = np.asarray(R.tocsr()[split.test_rows, split.test_cols]).ravel()
+    low, high = split.train.data.min(), split.train.data.max()
+    raw = np.where(np.arange(truth.size) % 2 == 0, 9.0, -3.0)
+    scores = task.score(data, options, split, Prediction(values=raw))
+    clipped = np.where(raw > 0, high, low)
+    assert np.isclose(scores["rmse"], np.sqrt(np.mean((truth - clipped) ** 2)))
+    assert np.isclose(scores["mae"], np.mean(np.abs(truth - clipped)))
+
+
+@pytest.mark.timeout(30)
+def test_relevance_defaults_to_one_below_the_highest_rating():
+    """On a 0.5-4 scale (FilmTrust) a fixed "> 4" would leave no relevant rating; the default is
+    "> 3" there and "> 4" on a 1-5 scale. Oracle scores rank the relevant test ratings first."""
+    rng = np.random.default_rng(1)
+    for scale in (np.arange(1, 9) / 2, np.arange(1.0, 6.0)):
+        R = sp.random(40, 60, density=0.3, random_state=3, format="coo")
+        R.data = rng.choice(scale, R.nnz)
+        data = Dataset("tiny", {"ratings": R})
+        task = get_task("ratings")
+        options = task.Params(k=5)
+        split = task.split(data, options, 0)
+        truth = np.asarray(R.tocsr()[split.test_rows, split.test_cols]).ravel()
+        rows = np.unique(split.test_rows)
+        full = np.full((rows.size, 60), -1.0)
+        full[np.searchsorted(rows, split.test_rows), split.test_cols] = truth > scale.max() - 1
+        got = task.score(data, options, split, Prediction(values=truth, scores=full))
+        explicit = task.score(data, task.Params(k=5, relevant=float(scale.max() - 1)), split,
+                              Prediction(values=truth, scores=full))
+        fixed_four = task.score(data, task.Params(k=5, relevant=4.0), split, Prediction(values=truth, scores=full))
+        assert got == explicit and got["recall@k"] > 0.9
+        assert np.isnan(fixed_four["recall@k"]) == (scale.max() == 4)

@@ -6,7 +6,11 @@ predicted; with ``new_rows=True`` whole rows (new users) are held out (``1 - tra
 rows) and all their ratings are predicted from side information only.
 
 Metrics: RMSE and MAE at the test entries; precision@k and recall@k per test row, averaged over test
-rows with at least one relevant test rating (relevant = rating > ``relevant``). The candidates of a
+rows with at least one relevant test rating (relevant = rating > ``relevant``; by default one below the
+dataset's highest rating, so "> 4" on a 1–5 scale and "> 3" on FilmTrust's 0.5–4). RMSE and MAE score
+the estimates clipped to the range of the training ratings, for every algorithm alike (as Surprise
+clips to the rating scale): a model is not charged for an estimate outside the scale that any user of
+it would clip. The candidates of a
 row are every column it did not rate in training — the same set for every algorithm (the paper's
 protocol), so a column of a results table means one thing.
 
@@ -46,8 +50,8 @@ class RatingsParams(Params):
     new_rows: bool = param(False, "hold out whole rows (new users), predicted from side information only",
                            Options(False, True))
     k: int = param(20, "list length of precision@k and recall@k", Interval(1, None), scoring=True)
-    relevant: float = param(4.0, "a test rating is relevant when it is > this value", Interval(None, None),
-                            scoring=True)
+    relevant: float | None = param(None, "a test rating is relevant when it is > this value (default: the dataset's "
+                                         "highest rating minus 1)", Interval(None, None), scoring=True)
     seed: int = param(0, "seed of the random splits", Interval(0, None), repetition=True)
 
 
@@ -92,12 +96,15 @@ class RatingsTask(Task):
     Params = RatingsParams
     requires = ("ratings",)
     metrics = (
-        Metric("rmse", "RMSE", "lower", conventions="over the test ratings"),
-        Metric("mae", "MAE", "lower", conventions="over the test ratings"),
-        Metric("precision@k", "Precision@{k}", "higher", options=("k",), version="2",
+        Metric("rmse", "RMSE", "lower", version="2",
+               conventions="over the test ratings, estimates clipped to the training ratings' range"),
+        Metric("mae", "MAE", "lower", version="2",
+               conventions="over the test ratings, estimates clipped to the training ratings' range"),
+        Metric("precision@k", "Precision@{k}", "higher", options=("k",), version="3",
                conventions="candidates: every column the row did not rate in training; averaged over test rows "
-                           "with a relevant rating; ties broken in a seeded random order; NaN without scores"),
-        Metric("recall@k", "Recall@{k}", "higher", options=("k",), version="2",
+                           "with a relevant rating (> `relevant`, by default the highest rating minus 1); ties "
+                           "broken in a seeded random order; NaN without scores"),
+        Metric("recall@k", "Recall@{k}", "higher", options=("k",), version="3",
                conventions="as precision@k, divided by the row's number of relevant test ratings"),
     )
     settings = (Setting("new_rows", "New rows"), Setting("train_fraction", "Training fraction", "%", 100.0),
@@ -167,12 +174,14 @@ class RatingsTask(Task):
     def score_packed(self, dataset, params, split, packed):
         R = self._coo(dataset).tocsr()
         truth = np.asarray(R[split.test_rows, split.test_cols]).ravel()
-        est = np.asarray(packed["values"], dtype=float)
+        seen = split.train.data
+        est = np.clip(np.asarray(packed["values"], dtype=float), seen.min(), seen.max())
         out = {"rmse": metrics.rmse(truth, est), "mae": metrics.mae(truth, est)}
         if "top" in packed:
             rows = np.unique(split.test_rows)
+            relevant = R.data.max() - 1.0 if params.relevant is None else params.relevant
             p, r = ranking_at_k(packed["top"].astype(np.int64), rows, split.test_rows, split.test_cols, truth,
-                                params.k, params.relevant)
+                                params.k, relevant)
         else:
             p = r = float("nan")
         out["precision@k"], out["recall@k"] = p, r
