@@ -1,5 +1,5 @@
 """The engine: expand (experiment, algorithm, params, fold) units, skip those already stored, run
-the rest (in process, on local processes with joblib, or on a Dask cluster) and commit each finished
+the rest (in process, on local worker processes, or on a Dask cluster) and commit each finished
 unit as it arrives.
 
 Identity: a unit's key hashes the experiment's fit identity (data, task version, the options that
@@ -362,9 +362,20 @@ def execute(repo, plan: Plan, *, force: set[str] = frozenset(), jobs: int = 1, s
     return counts
 
 
-WORKER_START_SECONDS = 1.5
-"""What starting local worker processes costs (interpreter, numpy/scipy/malt imports): parallel runs
-only pay once the units' serial work is well above it."""
+def _can_fork() -> bool:
+    """Local workers are forked from the driver on Linux when it runs no other thread (a thread holding
+    a lock at the fork would leave it held in the child; a notebook kernel has such threads): they
+    inherit its imports (numpy, scipy, the algorithm) and the dataset, so one starts in milliseconds.
+    Otherwise (and on macOS, where fork is unsafe) they are joblib's loky processes, which start a
+    fresh interpreter and import everything (~1 s)."""
+    import threading
+
+    return sys.platform.startswith("linux") and threading.active_count() == 1
+
+
+WORKER_START_SECONDS = {"fork": 0.2, "loky": 1.5}
+"""What starting local worker processes costs (bench_engine): parallel runs only pay once the units'
+serial work is well above it."""
 BATCH_SECONDS = 0.5
 """Work sent to a worker at once: cheap units travel in batches, one pickled dataset per batch."""
 
@@ -377,24 +388,58 @@ def _results(plan: Plan, todo: list[Unit], cache_path: str | None, jobs: int, sc
         return
     if not todo:
         return
-    # the first unit runs here and says what a unit costs; workers start only if they pay
-    start = time.perf_counter()
-    yield run_unit(plan.dataset, *args, todo[0], cache_path, threads, progress.unit_progress)
-    seconds = time.perf_counter() - start
-    rest = todo[1:]
+    # the first units run here and say what a unit costs (the first alone also pays warm-up: imports,
+    # first reads); workers start only if they pay
+    seconds = float("inf")
+    for unit in todo[:2]:
+        start = time.perf_counter()
+        yield run_unit(plan.dataset, *args, unit, cache_path, threads, progress.unit_progress)
+        seconds = min(seconds, time.perf_counter() - start)
+    rest = todo[2:]
     serial = seconds * len(rest)
-    if jobs == 1 or serial < 2 * WORKER_START_SECONDS:
+    fork = _can_fork()
+    if jobs == 1 or serial < 2 * WORKER_START_SECONDS["fork" if fork else "loky"]:
         for unit in rest:
             yield run_unit(plan.dataset, *args, unit, cache_path, threads, progress.unit_progress)
         return
-    from joblib import Parallel, delayed
-
     size = max(1, min(int(BATCH_SECONDS / max(seconds, 1e-6)), math.ceil(len(rest) / (4 * jobs))))
     batches = [rest[i:i + size] for i in range(0, len(rest), size)]
+    if fork:
+        yield from _forked_results(plan, batches, cache_path, jobs, threads)
+        return
+    from joblib import Parallel, delayed
+
     parallel = Parallel(n_jobs=jobs, return_as="generator_unordered")
     for outcomes in parallel(delayed(run_batch)(plan.dataset, *args, batch, cache_path, threads, jobs)
                              for batch in batches):
         yield from outcomes
+
+
+_FORKED_PLAN: "Plan | None" = None
+"""The plan a forked worker inherits from the driver (so the dataset is never pickled to it)."""
+
+
+def _forked_results(plan: Plan, batches: list[list[Unit]], cache_path: str | None, jobs: int, threads: int | None):
+    """Batches on `jobs` processes forked from this one, outcomes in the order they finish; if the
+    driver stops consuming (an error while committing), batches not yet started are cancelled."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    global _FORKED_PLAN
+    _FORKED_PLAN = plan
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"))
+    try:
+        futures = [pool.submit(_run_forked_batch, batch, cache_path, threads, jobs) for batch in batches]
+        for future in as_completed(futures):
+            yield from future.result()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        _FORKED_PLAN = None
+
+
+def _run_forked_batch(units: list[Unit], cache_path: str | None, threads: int | None, jobs: int) -> list[Outcome]:
+    plan = _FORKED_PLAN
+    return run_batch(plan.dataset, plan.task, plan.options, units, cache_path, threads, jobs)
 
 
 def run_batch(dataset, task: Task, options: Params, units: list[Unit], cache_path: str | None, threads: int | None,

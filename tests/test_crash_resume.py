@@ -80,3 +80,48 @@ def test_kill_minus_nine_during_rescore_and_cache_clear_loses_nothing(tmp_path):
     after = _table(repo)
     pd.testing.assert_frame_equal(after[after["display"].isin(expected["display"])].reset_index(drop=True),
                                   expected.reset_index(drop=True))
+
+
+def _children(pid: int) -> set[int]:
+    """Direct children of a live process (Linux /proc)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return {int(p) for p in f.read().split()}
+    except OSError:
+        return set()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return "\nState:\tZ" not in f.read()
+    except OSError:
+        return False
+
+
+def test_kill_minus_nine_with_local_workers_loses_only_units_in_flight(tmp_path):
+    """--jobs 2: the workers die with the driver (none is left running orphaned), what was committed
+    stays readable, and `malt rerun` completes to the uninterrupted numbers."""
+    args = [*ARGS, "--jobs", "2"]
+    reference = tmp_path / "reference"
+    run_malt(*ARGS, "--repo", str(reference))
+    crashed = tmp_path / "crashed"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    workers: set[int] = set()
+    proc = subprocess.Popen(malt_cmd(*args, "--repo", str(crashed)), env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    started = time.monotonic()
+    while not workers and proc.poll() is None and time.monotonic() - started < 60:
+        workers = _children(proc.pid)
+        time.sleep(0.01)
+    assert workers, "the run never started worker processes"
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in workers)
+    ResultSet.from_repository(Repository(crashed))
+    run_malt("rerun", "--repo", str(crashed), "--quiet")
+    pd.testing.assert_frame_equal(_table(reference).reset_index(drop=True), _table(crashed).reset_index(drop=True))
