@@ -14,6 +14,7 @@ legitimate success / wrong success / traceback / hang / repository changed).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -395,10 +396,16 @@ def small_repo(tmp_path_factory):
     return repo
 
 
-def _fresh(small_repo: Path) -> tuple[Path, dict]:
-    target = Path(tempfile.mkdtemp(prefix="malt-fuzz-")) / "repo"
-    shutil.copytree(small_repo, target)
-    return target, tree_state(target)
+@contextlib.contextmanager
+def _fresh(small_repo: Path):
+    """A copy of the small repository and its state, removed afterwards even when the example fails
+    (hypothesis replays failing examples many times)."""
+    folder = Path(tempfile.mkdtemp(prefix="malt-fuzz-"))
+    try:
+        shutil.copytree(small_repo, folder / "repo")
+        yield folder / "repo", tree_state(folder / "repo")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 cell = st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr), st.integers(-5, 5).map(str),
@@ -416,27 +423,25 @@ binary_prefix = st.sampled_from([b"", b"\xef\xbb\xbf", b"\x1f\x8b", b"\x00"])
 @given(text=arff_text, prefix=binary_prefix, labels=st.sampled_from(["1", "2", "0", "9"]),
        command=st.sampled_from(["import", "cv"]))
 def test_fuzzed_arff_files(small_repo, text, prefix, labels, command):
-    repo, before = _fresh(small_repo)
-    path = repo.parent / "data.arff"
-    path.write_bytes(prefix + text.encode())
-    args = (["datasets", "import", "fuzzed", str(path), "--labels", labels] if command == "import" else
-            ["cv", "--algo", "mllr", "--dataset", str(path), "--labels", labels, "--folds", "2", "--quiet"])
-    result = CliRunner().invoke(_main(), [*args, "--repo", str(repo)])
-    check_invocation(result, before, repo)
-    shutil.rmtree(repo.parent)
+    with _fresh(small_repo) as (repo, before):
+        path = repo.parent / "data.arff"
+        path.write_bytes(prefix + text.encode())
+        args = (["datasets", "import", "fuzzed", str(path), "--labels", labels] if command == "import" else
+                ["cv", "--algo", "mllr", "--dataset", str(path), "--labels", labels, "--folds", "2", "--quiet"])
+        result = CliRunner().invoke(_main(), [*args, "--repo", str(repo)])
+        check_invocation(result, before, repo)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=csv_text, prefix=binary_prefix, labels=st.sampled_from(["last", "first", "1", "2", "0", "9", "nosuch"]),
        impute=st.sampled_from(["none", "mean"]))
 def test_fuzzed_csv_imports(small_repo, text, prefix, labels, impute):
-    repo, before = _fresh(small_repo)
-    path = repo.parent / "data.csv"
-    path.write_bytes(prefix + text.encode())
-    result = CliRunner().invoke(_main(), ["datasets", "import", "fuzzed", str(path), "--labels", labels, "--impute",
-                                          impute, "--repo", str(repo)])
-    check_invocation(result, before, repo)
-    shutil.rmtree(repo.parent)
+    with _fresh(small_repo) as (repo, before):
+        path = repo.parent / "data.csv"
+        path.write_bytes(prefix + text.encode())
+        result = CliRunner().invoke(_main(), ["datasets", "import", "fuzzed", str(path), "--labels", labels,
+                                              "--impute", impute, "--repo", str(repo)])
+        check_invocation(result, before, repo)
 
 
 word = st.text(alphabet=string.ascii_lowercase + "-=.,;0123456789", min_size=0, max_size=12)
@@ -450,10 +455,9 @@ value = st.sampled_from(["mllr", "column-mean", "gf", "synthetic-multilabel", "S
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(args=st.lists(st.one_of(option, word, value), max_size=9))
 def test_fuzzed_cv_arguments(small_repo, args):
-    repo, before = _fresh(small_repo)
-    result = CliRunner().invoke(_main(), ["cv", "--repo", str(repo), "--quiet", "--folds", "2", *args])
-    check_invocation(result, before, repo)
-    shutil.rmtree(repo.parent)
+    with _fresh(small_repo) as (repo, before):
+        result = CliRunner().invoke(_main(), ["cv", "--repo", str(repo), "--quiet", "--folds", "2", *args])
+        check_invocation(result, before, repo)
 
 
 # ---- the tally ---------------------------------------------------------------------------------------------
