@@ -111,3 +111,17 @@ def test_relevance_defaults_to_one_below_the_highest_rating():
         fixed_four = task.score(data, task.Params(k=5, relevant=4.0), split, Prediction(values=truth, scores=full))
         assert got == explicit and got["recall@k"] > 0.9
         assert np.isnan(fixed_four["recall@k"]) == (scale.max() == 4)
+
+
+@pytest.mark.timeout(30)
+def test_top_candidates_in_blocks_equal_one_pass(monkeypatch):
+    """Ranking in row blocks (bounded memory) breaks ties exactly as one pass over all rows would."""
+    from malt.tasks import ratings
+
+    rng = np.random.default_rng(1)
+    train = sp.random(700, 90, density=0.2, random_state=1, format="coo")
+    rows = np.arange(0, 700, 2)
+    S = np.round(rng.standard_normal((rows.size, 90)), 1)  # many ties
+    blocked = top_candidates(train, rows, S, 30)
+    monkeypatch.setattr(ratings, "BLOCK_ROWS", 10**9)
+    assert np.array_equal(blocked, top_candidates(train, rows, S, 30))

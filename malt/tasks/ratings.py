@@ -59,14 +59,25 @@ def top_candidates(train: "sp.spmatrix", rows: np.ndarray, scores: np.ndarray, l
     """(len(rows), length) column ids of each row's best-scored columns among those it did not rate in
     training, best first. Tied scores (a new row with no side information predicts one constant) are
     broken in a seeded random order per row, not by column index, which would hand such rows the
-    catalogue's first items. Cost O(rows · cols · log cols)."""
+    catalogue's first items. Cost O(rows · cols · log cols); working memory a block of BLOCK_ROWS rows
+    beside ``scores`` (a whole copy per sort key made CiaoDVD's 17,615 × 16,121 need ~4× its scores)."""
     import scipy.sparse as sp
 
-    S = np.array(scores, dtype=float, copy=True)
-    S[np.isnan(S)] = -np.inf
-    S[sp.csr_matrix(train)[rows].nonzero()] = -np.inf
-    tiebreak = np.random.default_rng(0).random(S.shape)
-    return np.lexsort((tiebreak, -S), axis=1)[:, :min(length, S.shape[1])]
+    n_cols = scores.shape[1]
+    seen = sp.csr_matrix(train)[rows]
+    rng = np.random.default_rng(0)  # one stream drawn block by block: the same ties as one whole draw
+    top = np.empty((len(rows), min(length, n_cols)), dtype=np.int64)
+    for start in range(0, len(rows), BLOCK_ROWS):
+        stop = min(start + BLOCK_ROWS, len(rows))
+        S = np.array(scores[start:stop], dtype=float, copy=True)
+        S[np.isnan(S)] = -np.inf
+        S[seen[start:stop].nonzero()] = -np.inf
+        tiebreak = rng.random(S.shape)
+        top[start:stop] = np.lexsort((tiebreak, -S), axis=1)[:, :top.shape[1]]
+    return top
+
+
+BLOCK_ROWS = 256
 
 
 def ranking_at_k(top: np.ndarray, rows: np.ndarray, test_rows, test_cols, truth, k: int, relevant: float):
