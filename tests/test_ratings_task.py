@@ -92,11 +92,13 @@ def test_rmse_scores_estimates_clipped_to_the_training_range():
 @pytest.mark.timeout(30)
 def test_relevance_defaults_to_one_below_the_highest_rating():
     """On a 0.5-4 scale (FilmTrust) a fixed "> 4" would leave no relevant rating; the default is
-    "> 3" there and "> 4" on a 1-5 scale. Oracle scores rank the relevant test ratings first."""
+    "> 3" there and "> 4" on a 1-5 scale, also when one rating lies off the scale (FilmTrust has three
+    above 4). Oracle scores rank the relevant test ratings first."""
     rng = np.random.default_rng(1)
     for scale in (np.arange(1, 9) / 2, np.arange(1.0, 6.0)):
-        R = sp.random(40, 60, density=0.3, random_state=3, format="coo")
+        R = sp.random(40, 60, density=0.6, random_state=3, format="coo")
         R.data = rng.choice(scale, R.nnz)
+        R.data[7] = 8.0
         data = Dataset("tiny", {"ratings": R})
         task = get_task("ratings")
         options = task.Params(k=5)
@@ -104,7 +106,7 @@ def test_relevance_defaults_to_one_below_the_highest_rating():
         truth = np.asarray(R.tocsr()[split.test_rows, split.test_cols]).ravel()
         rows = np.unique(split.test_rows)
         full = np.full((rows.size, 60), -1.0)
-        full[np.searchsorted(rows, split.test_rows), split.test_cols] = truth > scale.max() - 1
+        full[np.searchsorted(rows, split.test_rows), split.test_cols] = (truth > scale.max() - 1) & (truth <= 5)
         got = task.score(data, options, split, Prediction(values=truth, scores=full))
         explicit = task.score(data, task.Params(k=5, relevant=float(scale.max() - 1)), split,
                               Prediction(values=truth, scores=full))

@@ -7,7 +7,8 @@ rows) and all their ratings are predicted from side information only.
 
 Metrics: RMSE and MAE at the test entries; precision@k and recall@k per test row, averaged over test
 rows with at least one relevant test rating (relevant = rating > ``relevant``; by default one below the
-dataset's highest rating, so "> 4" on a 1–5 scale and "> 3" on FilmTrust's 0.5–4). RMSE and MAE score
+top of the dataset's scale — its 99.9th percentile rating, which ignores a few out-of-scale entries
+such as FilmTrust's three ratings above 4 — so "> 4" on a 1–5 scale and "> 3" on FilmTrust's 0.5–4). RMSE and MAE score
 the estimates clipped to the range of the training ratings, for every algorithm alike (as Surprise
 clips to the rating scale): a model is not charged for an estimate outside the scale that any user of
 it would clip. The candidates of a
@@ -50,8 +51,9 @@ class RatingsParams(Params):
     new_rows: bool = param(False, "hold out whole rows (new users), predicted from side information only",
                            Options(False, True))
     k: int = param(20, "list length of precision@k and recall@k", Interval(1, None), scoring=True)
-    relevant: float | None = param(None, "a test rating is relevant when it is > this value (default: the dataset's "
-                                         "highest rating minus 1)", Interval(None, None), scoring=True)
+    relevant: float | None = param(None, "a test rating is relevant when it is > this value (default: the top of "
+                                         "the dataset's scale, its 99.9th percentile rating, minus 1)",
+                                   Interval(None, None), scoring=True)
     seed: int = param(0, "seed of the random splits", Interval(0, None), repetition=True)
 
 
@@ -78,6 +80,12 @@ def top_candidates(train: "sp.spmatrix", rows: np.ndarray, scores: np.ndarray, l
 
 
 BLOCK_ROWS = 256
+
+
+def scale_top(ratings: np.ndarray) -> float:
+    """The top of a rating scale: the 99.9th percentile rating (a rating the data holds), so that a few
+    out-of-scale entries (FilmTrust: 5.5, 6.5 and 8 among 35,494 ratings of 0.5-4) do not move it."""
+    return float(np.quantile(ratings, 0.999, method="lower"))
 
 
 def ranking_at_k(top: np.ndarray, rows: np.ndarray, test_rows, test_cols, truth, k: int, relevant: float):
@@ -113,7 +121,7 @@ class RatingsTask(Task):
                conventions="over the test ratings, estimates clipped to the training ratings' range"),
         Metric("precision@k", "Precision@{k}", "higher", options=("k",), version="3",
                conventions="candidates: every column the row did not rate in training; averaged over test rows "
-                           "with a relevant rating (> `relevant`, by default the highest rating minus 1); ties "
+                           "with a relevant rating (> `relevant`, by default the top of the scale minus 1); ties "
                            "broken in a seeded random order; NaN without scores"),
         Metric("recall@k", "Recall@{k}", "higher", options=("k",), version="3",
                conventions="as precision@k, divided by the row's number of relevant test ratings"),
@@ -190,7 +198,7 @@ class RatingsTask(Task):
         out = {"rmse": metrics.rmse(truth, est), "mae": metrics.mae(truth, est)}
         if "top" in packed:
             rows = np.unique(split.test_rows)
-            relevant = R.data.max() - 1.0 if params.relevant is None else params.relevant
+            relevant = scale_top(R.data) - 1.0 if params.relevant is None else params.relevant
             p, r = ranking_at_k(packed["top"].astype(np.int64), rows, split.test_rows, split.test_cols, truth,
                                 params.k, relevant)
         else:
