@@ -38,15 +38,17 @@ class TopicsParams(Params):
 
 
 def embedding_error(Z_train, y_train, Z_test, y_test, C=1.0) -> float:
-    """Test error of a linear SVM (standardised features) trained on train embeddings."""
-    from sklearn.preprocessing import StandardScaler
+    """Test error of a linear SVM trained on train embeddings, standardised with the training rows'
+    statistics (malt.linalg's one scaler, as every inductive protocol)."""
     from sklearn.svm import LinearSVC
+
+    from malt.linalg import standardize_train_test
 
     if np.unique(y_train).size < 2:
         return float("nan")
-    sc = StandardScaler().fit(Z_train)
-    m = LinearSVC(C=C, max_iter=20000).fit(sc.transform(Z_train), y_train)
-    return float(np.mean(m.predict(sc.transform(Z_test)) != y_test))
+    Z_train, Z_test = standardize_train_test(Z_train, Z_test)
+    m = LinearSVC(C=C, max_iter=20000).fit(Z_train, y_train)
+    return float(np.mean(m.predict(Z_test) != y_test))
 
 
 @register_task
