@@ -7,6 +7,7 @@ import pytest
 from malt.algorithms.bmr import (BMR, BMRParams, calibrated_offset, cardinality_offset, design_matrix, fit_bmr,
                                 joint_mean_update)
 from malt.context import Context
+from malt.eigenbasis import Eigenbasis
 from malt.splits import MissingSplit, MultilabelSplit
 from tests.conftest import require_data
 
@@ -48,7 +49,7 @@ def test_joint_mean_update_solves_the_stationarity_equations_by_kronecker_brute_
     big = np.kron((P + 0.25 * np.eye(L)).T, np.eye(n)) - np.kron(P.T, H)  # vec(A X B) = (Bᵀ ⊗ A) vec X
     expected = np.linalg.solve(big, C.reshape(-1, order="F")).reshape((n, L), order="F")
     U, s, _ = np.linalg.svd(Xd, full_matrices=False)
-    mu, UtMu = joint_mean_update(C, U, s ** 2 / (s ** 2 + ridge), Sigma)
+    mu, UtMu = joint_mean_update(C, Eigenbasis.low_rank(U, s ** 2 / (s ** 2 + ridge)), Sigma)
     np.testing.assert_allclose(mu, expected, atol=1e-10)
     np.testing.assert_allclose(UtMu, U.T @ expected, atol=1e-10)
 
