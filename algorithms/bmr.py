@@ -29,11 +29,12 @@ W = (Σ_n μ̂_n x_nᵀ)(Σ_n x_n x_nᵀ + ridge·I)⁻¹. That prior's normalis
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 from scipy.special import expit
 
-from malt import linalg
+from malt import linalg, provenance
 from malt.context import to_dense
 from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.errors import DataError
@@ -386,6 +387,13 @@ class BMR(Algorithm):
     Params = BMRParams
     version = "5"  # constant features left out of the fit (4); calibrated decisions by default (5)
     preload = ("scipy.linalg", "sklearn.linear_model")
+    blas_threads: ClassVar[int | None] = 1
+    """BLAS threads a run uses (None: the unit's setting). Each EM iteration alternates thin products
+    (n × L × (r + L)) with elementwise work on n × L arrays, and the decision threshold is a 1-D
+    logistic regression (level-1 BLAS): a second thread's synchronisation costs more than it shares.
+    On scene (n = 1,211, r = 295, L = 6) two threads were 1.23× slower than one on a quiet machine
+    (issue 18) and 5-6× slower on a busy one (bench_threads). `run` applies it, so for now it also
+    overrides ``--threads``."""
 
     @staticmethod
     def _fit_options(params) -> dict:
@@ -417,6 +425,12 @@ class BMR(Algorithm):
                                        "bound": [round(b, 6) for b in model.bound]})
 
     def run(self, split, params, ctx):
+        if self.blas_threads is None:
+            return self._run(split, params, ctx)
+        with provenance.blas_threads(self.blas_threads):  # the process's cached thread-pool controller
+            return self._run(split, params, ctx)
+
+    def _run(self, split, params, ctx):
         if not isinstance(split, MissingSplit):
             return self.fit_then_predict(split, params, ctx)
         M = split.M

@@ -129,6 +129,30 @@ def test_missing_task_recovers_hidden_labels_better_than_column_majority():
         assert err < base - 0.05, (bound, err, base)
 
 
+def test_a_run_uses_the_declared_blas_threads(monkeypatch):
+    """BMR declares one BLAS thread (issue 18: its thin EM products lose to a second thread's sync);
+    the fit inside `run` sees that limit even when the caller allows two."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from malt.algorithms import bmr
+
+    seen = []
+
+    def fit_and_record(*args, **kw):
+        seen.append({p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"})
+        return fit_bmr(*args, **kw)
+
+    monkeypatch.setattr(bmr, "fit_bmr", fit_and_record)
+    X, Y, *_ = simulate(60, seed=3)
+    split = MissingSplit(M=np.where(Y > 0, 3.0, -3.0), hidden=np.zeros(Y.shape, bool), X=X, rows=np.arange(60))
+    with threadpool_limits(limits=2, user_api="blas"):
+        allowed = {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
+        BMR().run(split, BMRParams(), Context.for_arrays(X))
+        after = {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
+    assert seen == [{1}] and BMR.blas_threads == 1
+    assert after == allowed  # the caller's setting is back once the run returns
+
+
 @pytest.mark.timeout(120)
 def test_bmr_quality_bar_on_emotions():
     require_data("multilabel/emotions/emotions-train.arff")
