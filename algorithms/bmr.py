@@ -392,8 +392,10 @@ class BMR(Algorithm):
     (n × L × (r + L)) with elementwise work on n × L arrays, and the decision threshold is a 1-D
     logistic regression (level-1 BLAS): a second thread's synchronisation costs more than it shares.
     On scene (n = 1,211, r = 295, L = 6) two threads were 1.23× slower than one on a quiet machine
-    (issue 18) and 5-6× slower on a busy one (bench_threads). `run` applies it, so for now it also
-    overrides ``--threads``."""
+    (issue 18) and 5-6× slower on a busy one (bench_threads). The products are 20-40 % of an
+    iteration's time at one thread (scene; 8,000 and 32,000 rows × 120 features × 101 labels), so
+    even on an idle machine a second thread could gain at most 1.12-1.23×. `run` applies it, so for
+    now it also overrides ``--threads``."""
 
     @staticmethod
     def _fit_options(params) -> dict:
