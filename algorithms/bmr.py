@@ -29,12 +29,14 @@ W = (Σ_n μ̂_n x_nᵀ)(Σ_n x_n x_nᵀ + ridge·I)⁻¹. That prior's normalis
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 from scipy.special import expit
 
-from malt import linalg
+from malt import linalg, provenance
 from malt.context import to_dense
+from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
@@ -156,14 +158,15 @@ def jj_bound(Y, known, Xd, W, Sigma, mu, S, ridge, RtR=None, psi=0.0) -> float:
     return _gauss_and_prior(n, d, P, S, RtR, W, ridge, -_logdet(Sigma), psi) + float(lik + entropy)
 
 
-def joint_mean_update(C: np.ndarray, U: np.ndarray, h: np.ndarray, Sigma: np.ndarray):
+def joint_mean_update(C: np.ndarray, hat: Eigenbasis, Sigma: np.ndarray):
     """Maximise the Böhning-bounded (4.4) jointly over the variational means μ and the weights W, for
     fixed Σ and expansion point ζ.
 
     With curvature ¼ I the stationarity conditions of (4.5) and (4.7) are
     μ = (H μ Σ⁻¹ + C) K,  K = (Σ⁻¹ + ¼ I)⁻¹,  H = X (XᵀX + ridge I)⁻¹ Xᵀ,
-    a Sylvester-type equation that both eigenbases diagonalise: with X = U diag(s) Vᵀ (thin SVD),
-    h = s² / (s² + ridge) and Σ = Q diag(σ) Qᵀ, r = 1 / (1 + σ/4), k = σ r,
+    i.e. the Stein equation μ − H μ (I + ¼Σ)⁻¹ = C K, which the eigenbases of H and Σ diagonalise
+    (`malt.eigenbasis.KroneckerEigenbasis` with H as a low-rank factor): with X = U diag(s) Vᵀ (thin
+    SVD), h = s² / (s² + ridge) and Σ = Q diag(σ) Qᵀ, r = 1 / (1 + σ/4), k = σ r,
     (Uᵀ μ Q)_ij = (Uᵀ C Q)_ij k_j / (1 − h_i r_j) and (I − UUᵀ) μ Q = (I − UUᵀ) C Q diag(k).
     One call costs one n × L × L and two n × d × L products and no per-row factorisation.
 
@@ -171,22 +174,19 @@ def joint_mean_update(C: np.ndarray, U: np.ndarray, h: np.ndarray, Sigma: np.nda
     ----------
     C : (n, L) linear coefficients m ⊙ (y − g(ζ)) + ¼ ζ (unknown entries: ¼ μ_old, the MM majoriser
         of §4.3.4's missing-label terms).
-    U : (n, r) left singular vectors of the design matrix; h : (r,) hat-matrix eigenvalues.
+    hat : the hat matrix H = U diag(h) Uᵀ as a low-rank `Eigenbasis` (U: (n, r) left singular vectors
+        of the design matrix, h: (r,) its eigenvalues; 0 on the complement).
     Sigma : (L, L) current noise covariance Σ.
 
     Returns
     -------
     mu : (n, L) the joint maximiser's μ;  A : (r, L) = Uᵀ μ (so W = Aᵀ diag(s / (s² + ridge)) Vᵀ).
     """
-    sig, Q = np.linalg.eigh(Sigma)
-    sig = np.maximum(sig, 1e-300)
-    r = 1.0 / (1.0 + BOHNING * sig)
-    k = sig * r
-    UC = (U.T @ C) @ Q  # (r, L): the only n-sized products are Uᵀ C, C K and U (·) below
-    gain = k[None, :] / (1.0 - h[:, None] * r[None, :])  # (r, L)
-    mu = C @ ((Q * k) @ Q.T)
-    mu += U @ ((UC * (gain - k[None, :])) @ Q.T)
-    return mu, (UC * gain) @ Q.T
+    def gain(h, sig):  # k / (1 − h r): the Stein solve's division composed with the right-hand side's K
+        r = 1.0 / (1.0 + BOHNING * sig)
+        return sig * r / (1.0 - h * r)
+
+    return KroneckerEigenbasis(hat, Eigenbasis.symmetric(Sigma, name="Σ")).apply(C, gain, span=True)
 
 
 def fit_bmr(X, Y, *, bound: str = "bohning", iterations: int = 200, tol: float = 1e-3,
@@ -233,8 +233,8 @@ def fit_bmr(X, Y, *, bound: str = "bohning", iterations: int = 200, tol: float =
         ev, V = np.linalg.eigh(XtX)  # from XᵀX = V diag(s²) Vᵀ (d × d) rather than an n × d SVD
         keep = ev > 1e-10 * ev.max()
         sv, Vt = np.sqrt(ev[keep]), V[:, keep].T
-        U = (Xd @ V[:, keep]) / sv
-        h = sv ** 2 / (sv ** 2 + ridge)
+        hat = Eigenbasis.low_rank((Xd @ V[:, keep]) / sv, sv ** 2 / (sv ** 2 + ridge))  # H = X(XᵀX + ridge I)⁻¹Xᵀ
+        h = hat.values
 
     W = np.zeros((L, d))
     Sigma = np.eye(L)
@@ -274,7 +274,7 @@ def fit_bmr(X, Y, *, bound: str = "bohning", iterations: int = 200, tol: float =
             if not all_known:
                 C *= known
             C += BOHNING * mu
-            mu, A = joint_mean_update(C, U, h, Sigma)
+            mu, A = joint_mean_update(C, hat, Sigma)
             W = ((A.T * (sv / (sv ** 2 + ridge))) @ Vt)
             S = _spd_inv(_spd_inv(Sigma) + BOHNING * np.diag(frac_known))  # shared Σ̂ = (Σ⁻¹ + Ā)⁻¹
             RtR = mu.T @ mu - A.T @ ((2 * h - h ** 2)[:, None] * A)
@@ -387,6 +387,15 @@ class BMR(Algorithm):
     Params = BMRParams
     version = "5"  # constant features left out of the fit (4); calibrated decisions by default (5)
     preload = ("scipy.linalg", "sklearn.linear_model")
+    blas_threads: ClassVar[int | None] = 1
+    """BLAS threads a run uses (None: the unit's setting). Each EM iteration alternates thin products
+    (n × L × (r + L)) with elementwise work on n × L arrays, and the decision threshold is a 1-D
+    logistic regression (level-1 BLAS): a second thread's synchronisation costs more than it shares.
+    On scene (n = 1,211, r = 295, L = 6) two threads were 1.23× slower than one on a quiet machine
+    (issue 18) and 5-6× slower on a busy one (bench_threads). The products are 20-40 % of an
+    iteration's time at one thread (scene; 8,000 and 32,000 rows × 120 features × 101 labels), so
+    even on an idle machine a second thread could gain at most 1.12-1.23×. `run` applies it, so for
+    now it also overrides ``--threads``."""
 
     @staticmethod
     def _fit_options(params) -> dict:
@@ -418,6 +427,12 @@ class BMR(Algorithm):
                                        "bound": [round(b, 6) for b in model.bound]})
 
     def run(self, split, params, ctx):
+        if self.blas_threads is None:
+            return self._run(split, params, ctx)
+        with provenance.blas_threads(self.blas_threads):  # the process's cached thread-pool controller
+            return self._run(split, params, ctx)
+
+    def _run(self, split, params, ctx):
         if not isinstance(split, MissingSplit):
             return self.fit_then_predict(split, params, ctx)
         M = split.M

@@ -169,24 +169,38 @@ class KroneckerEigenbasis:
         """V_A Ĉ V_B⁻¹ (n, m): two rotations. For full-rank factors, the inverse of `rotate`."""
         return self.left.vectors @ (Ch @ self.right.inv)
 
-    def apply(self, C: np.ndarray, phi: Callable[[np.ndarray, np.ndarray], np.ndarray] | np.ndarray) -> np.ndarray:
+    def apply(self, C: np.ndarray, phi: Callable[[np.ndarray, np.ndarray], np.ndarray] | np.ndarray, *,
+              span: bool = False):
         """F = V_A (Φ ⊙ V_A⁻¹ C V_B) V_B⁻¹ with Φ_ij = φ(a_i, b_j) (``phi`` a function of broadcast
         eigenvalue arrays, or the (r_A, r_B) array Φ itself for full-rank factors).
 
         On a low-rank factor's complement (eigenvalue ``rest``) the operator is φ(rest, b_j)
         (φ(a_i, rest)), applied without rotating that part. Four rotations.
+
+        ``span`` (low-rank left factor only): return (F, V_Aᵀ F), the second being F's coordinates in
+        the left factor's span, (r_A, m), at O(r_A m²) extra (BMR's weights are read off them). For a
+        low-rank left factor with n > m + 2 r_A, and always with ``span``, F is assembled as
+        C V_B diag(φ(rest, b)) V_B⁻¹ + V_A ((Φ − φ(rest, b)) ⊙ Ĉ) V_B⁻¹: one n × m × m product instead of two.
         """
         left, right = self.left, self.right
+        if span and left.full_rank:
+            raise ValueError("span needs a low-rank left factor")
         if left.full_rank and right.full_rank:
             Phi = phi if isinstance(phi, np.ndarray) else phi(self.a[:, None], self.b[None, :])
             return self.unrotate(self.rotate(C) * Phi)
         if callable(phi) is False:
             raise ValueError("a low-rank factor needs phi as a function (its complement is evaluated at `rest`)")
         if not left.full_rank:  # A = V a Vᵀ + rest (I − V Vᵀ)
-            CB = C @ right.vectors
             on_rest = phi(np.asarray(left.rest), self.b)[None, :]
+            Phi = phi(self.a[:, None], self.b[None, :])
+            if span or C.shape[0] > self.shape[1] + 2 * self.a.size:
+                Ch = (left.inv @ C) @ right.vectors
+                out = C @ ((right.vectors * on_rest) @ right.inv)
+                out += left.vectors @ ((Ch * (Phi - on_rest)) @ right.inv)
+                return (out, (Ch * Phi) @ right.inv) if span else out
+            CB = C @ right.vectors
             core = left.vectors.T @ CB
-            out = CB * on_rest + left.vectors @ (core * (phi(self.a[:, None], self.b[None, :]) - on_rest))
+            out = CB * on_rest + left.vectors @ (core * (Phi - on_rest))
             return out @ right.inv
         AC = left.inv @ C
         on_rest = phi(self.a, np.asarray(right.rest))[:, None]

@@ -117,17 +117,6 @@ def sym_eigh(K: np.ndarray, floor: float = 0.0):
     return np.maximum(d, floor), U
 
 
-def solve_sylvester_eig(d1, U1, d2, U2, C) -> np.ndarray:
-    """Solve A F + F B = C with A = U1 diag(d1) U1ᵀ and B = U2 diag(d2) U2ᵀ (both symmetric).
-
-    In the eigenbases the equation is elementwise: F̃ = C̃ / (d1 ⊕ d2). Cost O(n²m + nm²) once the
-    decompositions are known; keep a `malt.eigenbasis.KroneckerEigenbasis` to reuse them.
-    """
-    from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
-
-    return KroneckerEigenbasis(Eigenbasis(np.asarray(d1), U1), Eigenbasis(np.asarray(d2), U2)).solve_sylvester(C)
-
-
 def batched_cholesky_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
     """Solve (L Lᵀ) x = b for a stack of lower Cholesky factors: L (n, k, k), B (n, k) → (n, k).
 

@@ -7,6 +7,7 @@ import pytest
 from malt.algorithms.bmr import (BMR, BMRParams, calibrated_offset, cardinality_offset, design_matrix, fit_bmr,
                                 joint_mean_update)
 from malt.context import Context
+from malt.eigenbasis import Eigenbasis
 from malt.splits import MissingSplit, MultilabelSplit
 from tests.conftest import require_data
 
@@ -48,7 +49,7 @@ def test_joint_mean_update_solves_the_stationarity_equations_by_kronecker_brute_
     big = np.kron((P + 0.25 * np.eye(L)).T, np.eye(n)) - np.kron(P.T, H)  # vec(A X B) = (Bᵀ ⊗ A) vec X
     expected = np.linalg.solve(big, C.reshape(-1, order="F")).reshape((n, L), order="F")
     U, s, _ = np.linalg.svd(Xd, full_matrices=False)
-    mu, UtMu = joint_mean_update(C, U, s ** 2 / (s ** 2 + ridge), Sigma)
+    mu, UtMu = joint_mean_update(C, Eigenbasis.low_rank(U, s ** 2 / (s ** 2 + ridge)), Sigma)
     np.testing.assert_allclose(mu, expected, atol=1e-10)
     np.testing.assert_allclose(UtMu, U.T @ expected, atol=1e-10)
 
@@ -126,6 +127,30 @@ def test_missing_task_recovers_hidden_labels_better_than_column_majority():
         majority = np.nanmean(np.where(hidden, np.nan, Y), axis=0) > 0.5
         base = np.mean((np.broadcast_to(majority, Y.shape)[hidden]) != (Y[hidden] > 0))
         assert err < base - 0.05, (bound, err, base)
+
+
+def test_a_run_uses_the_declared_blas_threads(monkeypatch):
+    """BMR declares one BLAS thread (issue 18: its thin EM products lose to a second thread's sync);
+    the fit inside `run` sees that limit even when the caller allows two."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from malt.algorithms import bmr
+
+    seen = []
+
+    def fit_and_record(*args, **kw):
+        seen.append({p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"})
+        return fit_bmr(*args, **kw)
+
+    monkeypatch.setattr(bmr, "fit_bmr", fit_and_record)
+    X, Y, *_ = simulate(60, seed=3)
+    split = MissingSplit(M=np.where(Y > 0, 3.0, -3.0), hidden=np.zeros(Y.shape, bool), X=X, rows=np.arange(60))
+    with threadpool_limits(limits=2, user_api="blas"):
+        allowed = {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
+        BMR().run(split, BMRParams(), Context.for_arrays(X))
+        after = {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
+    assert seen == [{1}] and BMR.blas_threads == 1
+    assert after == allowed  # the caller's setting is back once the run returns
 
 
 @pytest.mark.timeout(120)

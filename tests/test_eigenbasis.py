@@ -63,6 +63,30 @@ def test_low_rank_and_pencil_factors_solve_pcsa_stein_equations():
     np.testing.assert_allclose(Eigenbasis.pencil(BtB, Lam, "A B^-1").matrix(), BtB @ np.linalg.inv(Lam), atol=1e-10)
 
 
+@pytest.mark.parametrize("n", [8, 14])  # n ≤ m + 2r and n > m + 2r: both groupings of the low-rank apply
+def test_low_rank_left_apply_and_its_span_coordinates_match_the_dense_operator(n):
+    """F = φ(A ⊕ B)-style operator with A = K diag(g) Kᵀ + rest (I − K Kᵀ) low-rank: against the dense
+    operator built from A's full eigendecomposition; ``span`` also returns Kᵀ F."""
+    m, r, rest = 3, 3, 0.2
+    K, _ = np.linalg.qr(RNG.standard_normal((n, r)))
+    g = RNG.random(r)
+    B = spd(m)
+    C = RNG.standard_normal((n, m))
+    phi = lambda a, b: b / (1.0 - a / (1.0 + b))  # noqa: E731  (BMR's gain has this shape)
+    basis = KroneckerEigenbasis(Eigenbasis.low_rank(K, g, rest), B)
+    Kfull = np.linalg.qr(np.hstack([K, RNG.standard_normal((n, n - r))]))[0]
+    Kfull[:, :r] = K
+    a = np.r_[g, np.full(n - r, rest)]
+    b, V = np.linalg.eigh(B)
+    expected = Kfull @ (phi(a[:, None], b[None, :]) * (Kfull.T @ C @ V)) @ V.T
+    np.testing.assert_allclose(basis.apply(C, phi), expected, atol=1e-10)
+    F, coords = basis.apply(C, phi, span=True)
+    np.testing.assert_allclose(F, expected, atol=1e-10)
+    np.testing.assert_allclose(coords, K.T @ expected, atol=1e-10)
+    with pytest.raises(ValueError, match="span"):
+        KroneckerEigenbasis(spd(n), B).apply(C, phi, span=True)
+
+
 def test_matvec_precondition_and_inverse_diagonal_equal_the_dense_operators(pair):
     A, B = pair
     V = RNG.standard_normal((7, 5))

@@ -3,10 +3,16 @@ default (--threads unset: the idle cores, shared by the jobs), on the machine as
 busy-loop processes beside it. Goal: the default is never more than 1.2× slower than the better of
 1 and 2 threads, in either condition.
 
-Run on a quiet machine: `python tests/benchmarks/bench_threads.py` (needs MALT_DATA).
+An algorithm may declare the BLAS threads it runs with (``blas_threads``, e.g. BMR's 1): its 1- and
+2-thread columns are measured with that preference switched off, its default column as declared.
+
+Run on a quiet machine: `python tests/benchmarks/bench_threads.py [--only BMR] [--repeats 3]`
+(needs MALT_DATA).
 """
 from __future__ import annotations
 
+import argparse
+import contextlib
 import subprocess
 import sys
 import time
@@ -47,13 +53,34 @@ def seconds(plan: engine.Plan, threads: int | None, repeats: int = 3) -> float:
     return best
 
 
+@contextlib.contextmanager
+def own_preference(algo, keep: bool):
+    """Run with the algorithm's declared ``blas_threads`` (keep) or with the unit's setting (not keep)."""
+    declared = getattr(algo, "blas_threads", None)
+    if keep or declared is None:
+        yield
+        return
+    algo.blas_threads = None
+    try:
+        yield
+    finally:
+        algo.blas_threads = declared
+
+
 def busy(n: int) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="", help="comma-separated families (as printed), e.g. BMR")
+    ap.add_argument("--repeats", type=int, default=3, help="best of this many runs per cell")
+    a = ap.parse_args()
+    only = {f.strip().lower() for f in a.only.split(",") if f.strip()}
     print(f"{'family':<20} {'condition':<8} {'1 thread':>9} {'2 threads':>10} {'default':>8} {'default/best':>13}")
     for family, name, params, dataset_name, task_name, options in UNITS:
+        if only and family.lower() not in only:
+            continue
         try:
             dataset = swiss_roll() if dataset_name.startswith("swiss-roll") else open_dataset(dataset_name)
         except Exception as err:  # a dataset missing here: say so and go on
@@ -66,12 +93,16 @@ def main() -> None:
             loops = busy(2) if condition == "loaded" else []
             time.sleep(0.5 if loops else 0)
             try:
-                one, two, default = (seconds(plan, t) for t in (1, 2, None))
+                with own_preference(algo, keep=False):
+                    one, two = (seconds(plan, t, a.repeats) for t in (1, 2))
+                with own_preference(algo, keep=True):
+                    default = seconds(plan, None, a.repeats)
             finally:
                 for proc in loops:
                     proc.kill()
-            print(f"{family:<20} {condition:<8} {one:>8.2f}s {two:>9.2f}s {default:>7.2f}s "
-                  f"{default / min(one, two):>12.2f}x")
+            print(f"{family:<20} {condition:<8} {one:>8.3f}s {two:>9.3f}s {default:>7.3f}s "
+                  f"{default / min(one, two):>12.2f}x", flush=True)
+    print("default: --threads unset (the idle cores shared by the jobs, or the algorithm's declared blas_threads).")
 
 
 if __name__ == "__main__":
