@@ -34,7 +34,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import expit
 
-from malt import linalg, provenance
+from malt import linalg
 from malt.context import to_dense
 from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.errors import DataError
@@ -394,8 +394,7 @@ class BMR(Algorithm):
     On scene (n = 1,211, r = 295, L = 6) two threads were 1.23× slower than one on a quiet machine
     (issue 18) and 5-6× slower on a busy one (bench_threads). The products are 20-40 % of an
     iteration's time at one thread (scene; 8,000 and 32,000 rows × 120 features × 101 labels), so
-    even on an idle machine a second thread could gain at most 1.12-1.23×. `run` applies it, so for
-    now it also overrides ``--threads``."""
+    even on an idle machine a second thread could gain at most 1.12-1.23×. ``--threads`` overrides it."""
 
     @staticmethod
     def _fit_options(params) -> dict:
@@ -427,12 +426,6 @@ class BMR(Algorithm):
                                        "bound": [round(b, 6) for b in model.bound]})
 
     def run(self, split, params, ctx):
-        if self.blas_threads is None:
-            return self._run(split, params, ctx)
-        with provenance.blas_threads(self.blas_threads):  # the process's cached thread-pool controller
-            return self._run(split, params, ctx)
-
-    def _run(self, split, params, ctx):
         if not isinstance(split, MissingSplit):
             return self.fit_then_predict(split, params, ctx)
         M = split.M

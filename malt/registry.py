@@ -49,6 +49,9 @@ class Algorithm:
     preload: ClassVar[tuple[str, ...]] = ()
     """Modules a run imports on first use; the engine imports them before a unit's clock starts, so
     the first unit in a process is not charged for loading scikit-learn."""
+    blas_threads: ClassVar[int | None] = None
+    """BLAS threads the engine gives a unit when ``--threads`` is not set (None: the default, the idle
+    cores shared by the jobs). For algorithms measured to lose with more (bench_threads)."""
 
     def run(self, split, params: Params, ctx) -> Prediction:  # pragma: no cover - interface
         raise NotImplementedError

@@ -129,12 +129,16 @@ def test_missing_task_recovers_hidden_labels_better_than_column_majority():
         assert err < base - 0.05, (bound, err, base)
 
 
-def test_a_run_uses_the_declared_blas_threads(monkeypatch):
-    """BMR declares one BLAS thread (issue 18: its thin EM products lose to a second thread's sync);
-    the fit inside `run` sees that limit even when the caller allows two."""
-    from threadpoolctl import threadpool_info, threadpool_limits
+@pytest.mark.timeout(60)
+def test_a_unit_runs_with_the_declared_blas_threads_unless_threads_is_given(monkeypatch):
+    """BMR declares one BLAS thread (issue 18: its thin EM products lose to a second thread's sync):
+    the engine runs its units with one thread by default, and with two when the user asks for two."""
+    from threadpoolctl import threadpool_info
 
+    from malt import engine, provenance
     from malt.algorithms import bmr
+    from malt.datasets.dataset import Dataset
+    from malt.tasks import get_task
 
     seen = []
 
@@ -143,14 +147,16 @@ def test_a_run_uses_the_declared_blas_threads(monkeypatch):
         return fit_bmr(*args, **kw)
 
     monkeypatch.setattr(bmr, "fit_bmr", fit_and_record)
+    monkeypatch.setattr(provenance, "default_threads", lambda jobs=1: 2)  # as on an idle two-core machine
     X, Y, *_ = simulate(60, seed=3)
-    split = MissingSplit(M=np.where(Y > 0, 3.0, -3.0), hidden=np.zeros(Y.shape, bool), X=X, rows=np.arange(60))
-    with threadpool_limits(limits=2, user_api="blas"):
-        allowed = {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
-        BMR().run(split, BMRParams(), Context.for_arrays(X))
-        after = {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
-    assert seen == [{1}] and BMR.blas_threads == 1
-    assert after == allowed  # the caller's setting is back once the run returns
+    task = get_task("multilabel")
+    plan = engine.Plan(Dataset("bmr-threads", {"X": X, "Y": Y}), {"kind": "test"}, task, task.Params(folds=2),
+                       [(BMR, BMRParams())])
+    unit = plan.units()[0]
+    for threads in (None, 2):
+        outcome = engine.run_unit(plan.dataset, plan.task, plan.options, unit, None, threads)
+        assert outcome.record["status"] == "ok", outcome.record.get("error")
+    assert BMR.blas_threads == 1 and seen == [{1}, {2}]
 
 
 @pytest.mark.timeout(120)
