@@ -69,26 +69,31 @@ def engine_cost(n: int) -> tuple[float, float, float]:
     return 1000 * (cpu - floor) / n, 1000 * floor / n, 1000 * wall / n
 
 
-def parallel(n: int = 200, sleep: float = 0.0) -> str:
+def parallel(n: int = 200, sleep: float = 0.0) -> dict[str, float]:
+    """Wall seconds of `n` units serially and with --jobs 2 (local workers are forked only while the
+    process runs no other thread: call this before anything starts threads, such as a Dask cluster)."""
     plan = tiny_plan(n, sleep)
+    times = {}
     with tempfile.TemporaryDirectory() as tmp:
-        times = {}
         for name, kw in (("serial", {}), ("--jobs 2", {"jobs": 2})):
             start = time.perf_counter()
             engine.execute(Repository(Path(tmp) / name.replace(" ", "")), plan, quiet=True, **kw)
             times[name] = time.perf_counter() - start
-        try:
-            from dask.distributed import LocalCluster
+    return times
 
-            with LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None,
-                              processes=True) as cluster:
-                start = time.perf_counter()
-                engine.execute(Repository(Path(tmp) / "dask"), plan, quiet=True, scheduler=cluster.scheduler_address)
-                times["Dask, 2 workers"] = time.perf_counter() - start
-        except ImportError:
-            pass
-    return f"{n} units of {1000 * sleep:.0f}+ ms: " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items()) + \
-        f"; --jobs 2 / serial = {times['--jobs 2'] / times['serial']:.2f}"
+
+def on_dask(n: int = 200, sleep: float = 0.0) -> float | None:
+    """Wall seconds of `n` units on a 2-worker Dask cluster on 127.0.0.1 (None without Dask)."""
+    try:
+        from dask.distributed import LocalCluster
+    except ImportError:
+        return None
+    plan = tiny_plan(n, sleep)
+    with tempfile.TemporaryDirectory() as tmp, LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1",
+                                                            dashboard_address=None, processes=True) as cluster:
+        start = time.perf_counter()
+        engine.execute(Repository(Path(tmp) / "dask"), plan, quiet=True, scheduler=cluster.scheduler_address)
+        return time.perf_counter() - start
 
 
 def command_seconds(args: list[str], repeats: int = 3) -> float:
@@ -128,8 +133,14 @@ if __name__ == "__main__":
         overhead, floor, wall = engine_cost(n)
         print(f"{n:>7,} units: engine {overhead:.2f} ms CPU/unit above the floor of {floor:.2f} ms "
               f"(wall {wall:.2f} ms/unit)")
-    print(parallel())
-    print(parallel(200, 0.005))
-    print(parallel(200, 0.05))
+    costs = (0.0, 0.005, 0.05)
+    local = {sleep: parallel(200, sleep) for sleep in costs}
+    for sleep in costs:
+        times = dict(local[sleep])
+        dask = on_dask(200, sleep)
+        if dask is not None:
+            times["Dask, 2 workers"] = dask
+        print(f"200 units of {1000 * sleep:.0f}+ ms: " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items()) +
+              f"; --jobs 2 / serial = {times['--jobs 2'] / times['serial']:.2f}")
     os.environ.setdefault("PYTHONPATH", str(ROOT))
     startup_and_storage()
