@@ -8,7 +8,8 @@ Kernels by moments. Under the model the residuals' cross moments identify both k
 diagonals: E[x_ij x_ik] = K2_jk for two items rated by one user (j ≠ k), E[x_ij x_lj] = K1_il for two
 users who rated one item (i ≠ l). K2 (K1) is the pairwise-complete average of those products over
 co-ratings, shrunk towards zero by n / (n + shrink) for n co-ratings (few co-ratings, little
-evidence), projected onto the PSD cone (its diagonal is whatever the projection gives). The noise
+evidence), projected onto the PSD cone (its diagonal is whatever the projection gives) and its spectrum
+sharpened (eigenvalues to a power, trace kept: `sharpen`). The noise
 variance is what the kernels leave of the residuals' variance: σ² = mean r² − mean diag K1 −
 mean diag K2, at least ``min_noise`` × mean r².
 
@@ -16,6 +17,9 @@ Prediction: E[x | x_O] = Σ_{·O} (Σ_OO + σ² I)⁻¹ x_O by conjugate gradien
 (Jacobi preconditioner, the diagonal K1_ii + K2_jj + σ²); each mat-vec is one sparse × dense product
 on each side, K1 A and A K2 with A the (n × m, nnz = #ratings) dual weights: O(nnz (n + m)). Memory:
 two users × items dense arrays and the kernels; nothing of size nnz × nnz.
+
+Ranking (`zero_filled_scores`): the same GP fitted to the zero-filled matrix, every entry observed, so its
+posterior mean is exact in the eigenbases of its two moment kernels (four n × m rotations).
 """
 from __future__ import annotations
 
