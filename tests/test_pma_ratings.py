@@ -1,6 +1,7 @@
-"""pma-map on the ratings task: the bias penalties it is given (or selects) are the ones its prediction
-uses, checked against the dense closed form (regularised least squares for the biases, the GP posterior
-mean by a dense solve over the observed entries)."""
+"""pma-map on the ratings task: the bias penalties and kernel sharpening it is given (or selects) are the
+ones its prediction uses, checked against the dense closed form (regularised least squares for the
+biases, the GP posterior mean by a dense solve over the observed entries); the ranking fit against the
+dense posterior mean of the zero-filled matrix."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +12,14 @@ from malt.registry import get
 from malt.splits import RatingsSplit
 
 
-def dense_prediction(rows, cols, y, shape, test_r, test_c, reg_rows, reg_cols, signal, shrink):
+def sharpened(K, power):
+    """K's eigenvalues clipped at zero, raised to ``power`` and rescaled to the clipped trace."""
+    d, U = np.linalg.eigh(K)
+    d = np.maximum(d, 0.0)
+    return (U * (d ** power * d.sum() / np.sum(d ** power))) @ U.T
+
+
+def dense_prediction(rows, cols, y, shape, test_r, test_c, reg_rows, reg_cols, signal, shrink, power):
     from malt.algorithms.pma.ratings import moment_kernel
 
     n, m = shape
@@ -24,8 +32,8 @@ def dense_prediction(rows, cols, y, shape, test_r, test_c, reg_rows, reg_cols, s
     bc = np.linalg.solve(A.T @ A + np.diag(penalty), A.T @ (y - mu))
     b, c = bc[:n], bc[n:]
     resid = y - mu - b[rows] - c[cols]
-    K1 = signal * moment_kernel(rows, cols, resid, shape, axis=1, shrink=shrink)
-    K2 = signal * moment_kernel(rows, cols, resid, shape, axis=0, shrink=shrink)
+    K1 = signal * sharpened(moment_kernel(rows, cols, resid, shape, axis=1, shrink=shrink), power)
+    K2 = signal * sharpened(moment_kernel(rows, cols, resid, shape, axis=0, shrink=shrink), power)
     noise = np.mean(resid ** 2) - np.mean(np.diag(K1)) - np.mean(np.diag(K2))
     S = np.kron(np.eye(m), K1) + np.kron(K2, np.eye(n))  # column-major vec
     obs = np.ravel_multi_index((cols, rows), (m, n))
@@ -34,7 +42,7 @@ def dense_prediction(rows, cols, y, shape, test_r, test_c, reg_rows, reg_cols, s
     return mu + b[test_r] + c[test_c] + S[np.ix_(tst, obs)] @ weights
 
 
-def test_ratings_prediction_uses_the_bias_penalties_it_is_given():
+def test_ratings_prediction_uses_the_bias_penalties_and_sharpening_it_is_given():
     rng = np.random.default_rng(3)
     n, m = 14, 10
     mask = rng.random((n, m)) < 0.55
@@ -43,9 +51,63 @@ def test_ratings_prediction_uses_the_bias_penalties_it_is_given():
     test_r, test_c = np.nonzero(~mask)
     split = RatingsSplit(sp.coo_matrix((y, (rows, cols)), shape=(n, m)), test_r, test_c)
     algo = get("pma-map")
-    params = algo.Params(select="none", bias_scale=0.5, signal=0.7, shrink=2.0)
+    params = algo.Params(select="none", bias_scale=0.5, signal=0.7, shrink=2.0, kernel_power=3.0)
     got = algo().run(split, params, Context.for_arrays(None)).values
-    expected = dense_prediction(rows, cols, y.astype(float), (n, m), test_r, test_c, 7.5, 5.0, 0.7, 2.0)
+    expected = dense_prediction(rows, cols, y.astype(float), (n, m), test_r, test_c, 7.5, 5.0, 0.7, 2.0, 3.0)
     np.testing.assert_allclose(got, expected, atol=2e-3)  # the CG tolerance (1e-4 relative) and 20 bias sweeps
     default = algo().run(split, algo.Params(select="none", signal=0.7, shrink=2.0), Context.for_arrays(None)).values
     assert np.max(np.abs(default - got)) > 1e-2  # the penalties matter on this matrix
+    plain = algo().run(split, algo.Params(select="none", bias_scale=0.5, signal=0.7, shrink=2.0, kernel_power=1.0),
+                       Context.for_arrays(None)).values
+    expected = dense_prediction(rows, cols, y.astype(float), (n, m), test_r, test_c, 7.5, 5.0, 0.7, 2.0, 1.0)
+    np.testing.assert_allclose(plain, expected, atol=2e-3)
+    assert np.max(np.abs(plain - got)) > 1e-2  # and so does the sharpening
+
+
+def test_ranking_scores_are_the_posterior_mean_of_the_zero_filled_matrix():
+    """Every entry of the zero-filled T is observed: E[vec X | T] = Σ (Σ + σ² I)⁻¹ vec T with Σ = K1 ⊕ K2,
+    solved densely, K1 = T Tᵀ / m and K2 = Tᵀ T / n off their diagonals, PSD-projected."""
+    from malt.algorithms.pma.ratings import zero_filled_scores
+
+    rng = np.random.default_rng(4)
+    n, m = 11, 8
+    mask = rng.random((n, m)) < 0.4
+    rows, cols = np.nonzero(mask)
+    y = rng.integers(1, 6, rows.size).astype(float)
+    T = np.zeros((n, m))
+    T[rows, cols] = y / y.mean()
+
+    def kernel(S, count):
+        K = S / count
+        np.fill_diagonal(K, 0.0)
+        return sharpened(K, 1.0)
+
+    K1, K2 = kernel(T @ T.T, m), kernel(T.T @ T, n)
+    total = np.mean(T ** 2)
+    signal = 0.3
+    noise = total - signal * (np.trace(K1) / n + np.trace(K2) / m)
+    S = signal * (np.kron(np.eye(m), K1) + np.kron(K2, np.eye(n)))  # column-major vec
+    X = (S @ np.linalg.solve(S + noise * np.eye(n * m), T.ravel(order="F"))).reshape((n, m), order="F")
+    score_rows = np.array([0, 3, 4, 10])
+    got, got_noise = zero_filled_scores(rows, cols, y, (n, m), score_rows, signal=signal, min_noise=0.01)
+    assert np.isclose(got_noise, noise)
+    np.testing.assert_allclose(got, X[score_rows], atol=1e-10)
+    # the default ranking of pma-map is this fit; 'ratings' ranks by the predicted ratings instead
+    split = RatingsSplit(sp.coo_matrix((y, (rows, cols)), shape=(n, m)), *np.nonzero(~mask))
+    algo = get("pma-map")
+    pred = algo().run(split, algo.Params(select="none", rank_signal=signal), Context.for_arrays(None))
+    expected, _ = zero_filled_scores(rows, cols, y, (n, m), np.unique(split.test_rows), signal=signal)
+    np.testing.assert_allclose(pred.scores, expected, atol=1e-12)
+    by_ratings = algo().run(split, algo.Params(select="none", ranking="ratings"), Context.for_arrays(None))
+    at = np.searchsorted(np.unique(split.test_rows), split.test_rows)
+    np.testing.assert_allclose(by_ratings.scores[at, split.test_cols], by_ratings.values, atol=1e-10)
+
+
+def test_sharpen_keeps_the_eigenvectors_and_the_clipped_trace():
+    from malt.algorithms.pma.ratings import sharpen
+
+    d = np.array([-0.5, 0.0, 1.0, 2.0, 4.0])
+    np.testing.assert_allclose(sharpen(d, 1.0), [0, 0, 1, 2, 4])
+    # power 2: 1, 4, 16 rescaled to the clipped sum 7
+    np.testing.assert_allclose(sharpen(d, 2.0), np.array([0, 0, 1, 4, 16]) * 7 / 21)
+    assert not sharpen(np.zeros(3), 3.0).any()

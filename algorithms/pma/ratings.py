@@ -8,7 +8,8 @@ Kernels by moments. Under the model the residuals' cross moments identify both k
 diagonals: E[x_ij x_ik] = K2_jk for two items rated by one user (j ≠ k), E[x_ij x_lj] = K1_il for two
 users who rated one item (i ≠ l). K2 (K1) is the pairwise-complete average of those products over
 co-ratings, shrunk towards zero by n / (n + shrink) for n co-ratings (few co-ratings, little
-evidence), projected onto the PSD cone (its diagonal is whatever the projection gives). The noise
+evidence), projected onto the PSD cone (its diagonal is whatever the projection gives) and its spectrum
+sharpened (eigenvalues to a power, trace kept: `sharpen`). The noise
 variance is what the kernels leave of the residuals' variance: σ² = mean r² − mean diag K1 −
 mean diag K2, at least ``min_noise`` × mean r².
 
@@ -16,13 +17,16 @@ Prediction: E[x | x_O] = Σ_{·O} (Σ_OO + σ² I)⁻¹ x_O by conjugate gradien
 (Jacobi preconditioner, the diagonal K1_ii + K2_jj + σ²); each mat-vec is one sparse × dense product
 on each side, K1 A and A K2 with A the (n × m, nnz = #ratings) dual weights: O(nnz (n + m)). Memory:
 two users × items dense arrays and the kernels; nothing of size nnz × nnz.
+
+Ranking (`zero_filled_scores`): the same GP fitted to the zero-filled matrix, every entry observed, so its
+posterior mean is exact in the eigenbases of its two moment kernels (four n × m rotations).
 """
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
 
-from malt.eigenbasis import Eigenbasis
+from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.errors import DataError
 
 MEMORY_LIMIT = 3 * 2 ** 30
@@ -54,10 +58,11 @@ def regularised_biases(rows, cols, y, shape, reg_rows: float = 15.0, reg_cols: f
     return mu, b, c
 
 
-def moment_kernel(rows, cols, resid, shape, axis: int, shrink: float) -> np.ndarray:
+def moment_kernel(rows, cols, resid, shape, axis: int, shrink: float, power: float = 1.0) -> np.ndarray:
     """Shrunk pairwise-complete cross moments of the residuals between columns (axis=0: an m × m K2 from
     products within a row) or rows (axis=1: an n × n K1 from products within a column), zero diagonal
-    before the PSD projection (eigenvalues clipped at zero)."""
+    before the PSD projection (eigenvalues clipped at zero), spectrum sharpened by ``power``
+    (:func:`sharpen`)."""
     R = sp.csr_matrix((resid, (rows, cols)), shape=shape)
     O = sp.csr_matrix((np.ones_like(resid), (rows, cols)), shape=shape)
     if axis == 1:
@@ -67,8 +72,23 @@ def moment_kernel(rows, cols, resid, shape, axis: int, shrink: float) -> np.ndar
     K = S / (N + shrink)  # = (S / N) · N / (N + shrink)
     np.fill_diagonal(K, 0.0)
     basis = Eigenbasis.symmetric(K, check_psd=False, floor_rel=0.0)
-    d = np.maximum(basis.values, 0.0)
+    d = sharpen(basis.values, power)
     return (basis.vectors * d) @ basis.vectors.T
+
+
+def sharpen(values, power: float) -> np.ndarray:
+    """Eigenvalues clipped at zero and raised to ``power``, rescaled to their clipped sum (the trace, so the
+    kernel's share of the variance is unchanged). A pairwise-complete moment over few co-ratings is noisy:
+    the noise spreads over the whole spectrum and lifts its tail, while the structure shared by many
+    co-ratings sits in the top eigenvalues; power > 1 moves the prior's variance from the tail to the top
+    directions (power 3 gave the lowest RMSE of 1, 1.5, 2, 3, 4, 6 on each of MovieLens-100K, FilmTrust
+    and CiaoDVD). power = 1: the plain PSD projection."""
+    d = np.maximum(np.asarray(values, dtype=float), 0.0)
+    if power == 1.0 or not d.any():
+        return d
+    top = d / d.max()  # powers of values ≤ 1: no overflow
+    sharp = top ** power
+    return sharp * (d.sum() / sharp.sum())
 
 
 def observed_cg(K1, K2, rows, cols, y, noise: float, *, tol: float = 1e-4, max_iter: int = 300, progress=None):
@@ -109,15 +129,15 @@ def observed_cg(K1, K2, rows, cols, y, noise: float, *, tol: float = 1e-4, max_i
 
 
 def fit_moments(rows, cols, y, shape, *, shrink: float = 100.0, reg_rows: float = 15.0,
-                reg_cols: float = 10.0) -> dict:
+                reg_cols: float = 10.0, power: float = 1.0) -> dict:
     """Biases and moment kernels of training ratings (rows, cols, y): dict with mu, b, c, K1, K2, the
     residuals and their mean square ``total``. O(nnz (n + m) + n³ + m³)."""
     check_size(shape)
     mu, b, c = regularised_biases(rows, cols, y, shape, reg_rows, reg_cols)
     resid = y - mu - b[rows] - c[cols]
     return {"mu": mu, "b": b, "c": c, "resid": resid, "total": float(np.mean(resid ** 2)),
-            "K1": moment_kernel(rows, cols, resid, shape, axis=1, shrink=shrink),
-            "K2": moment_kernel(rows, cols, resid, shape, axis=0, shrink=shrink)}
+            "K1": moment_kernel(rows, cols, resid, shape, axis=1, shrink=shrink, power=power),
+            "K2": moment_kernel(rows, cols, resid, shape, axis=0, shrink=shrink, power=power)}
 
 
 def predict_ratings(moments: dict, rows, cols, test_rows, test_cols, *, signal: float = 1.0,
@@ -143,3 +163,48 @@ def predict_ratings(moments: dict, rows, cols, test_rows, test_cols, *, signal: 
     full = (mu + b[urows][:, None] + c[None, :] + X_rows) if scores else None
     return {"values": values, "scores": full, "noise": noise, "signal": signal, "iterations": iterations,
             "residual": residual, "kernel_scale": (signal * d1, signal * d2)}
+
+
+def zero_filled_scores(rows, cols, y, shape, score_rows, *, signal: float = 0.02, min_noise: float = 0.1):
+    """Ranking scores: the same GP (X = F + G, Σ = K1 ⊕ K2 + σ² I) fitted to the zero-filled matrix T
+    (t_ij = r_ij / r̄ where rated, 0 elsewhere; PureSVD, Cremonesi, Koren & Turrin 2010), so a score says
+    which items a user rates as well as how highly; ranking by predicted ratings alone puts rarely rated
+    items with high estimates first and loses to item popularity.
+
+    Every entry of T is observed, so the moment kernels are plain averages (K1 = T Tᵀ / m, K2 = Tᵀ T / n
+    off their diagonals, PSD-projected; no co-rating shrinkage or sharpening: each moment averages a whole
+    row or column) and the posterior mean is exact in their eigenbases (eq. 5.12's Kronecker sum):
+
+        E[X | T] = U1 (Φ ⊙ U1ᵀ T U2) U2ᵀ,   Φ_ij = s(λ_i + μ_j) / (s(λ_i + μ_j) + σ²),
+
+    with the kernels' share s = ``signal`` of the mean square of T and σ² the rest (at least
+    ``min_noise`` of it). A small share keeps Φ nearly linear in the spectrum (scores ≈ (K1 T + T K2) / σ²:
+    co-rating neighbours of both sides); signal 0.02 was near the best recall@20 on MovieLens-100K
+    (0.43-0.46 for 0.01-0.1), FilmTrust and CiaoDVD (flat or falling above 0.02).
+
+    Returns (len(score_rows), m) scores for the rows ``score_rows`` (sorted ids) and the noise σ².
+    Cost O(n³ + m³ + nnz m + n² m + |score_rows| (n m + m²)); memory two n × m arrays and the eigenvectors. The
+    zero-filled matrix is never formed densely: T U2 is a sparse × dense product."""
+    n, m = shape
+    t = np.asarray(y, dtype=float) / float(np.mean(y))
+    T = sp.csr_matrix((t, (rows, cols)), shape=shape)
+    K1 = (T @ T.T).toarray() / m
+    K2 = (T.T @ T).toarray() / n
+    np.fill_diagonal(K1, 0.0)
+    np.fill_diagonal(K2, 0.0)
+    basis = KroneckerEigenbasis(Eigenbasis.symmetric(K1, check_psd=False, floor_rel=0.0),
+                                Eigenbasis.symmetric(K2, check_psd=False, floor_rel=0.0))
+    del K1, K2
+    total = float(t @ t) / (n * m)
+    kernel_part = float(np.mean(basis.a) + np.mean(basis.b))  # mean diagonals of the projected kernels
+    if signal * kernel_part > (1.0 - min_noise) * total:
+        signal = (1.0 - min_noise) * total / kernel_part
+    noise = total - signal * kernel_part
+    Th = basis.rotate(T)  # U1ᵀ T U2
+    Phi = basis.spectrum("sum")
+    Phi *= signal
+    Th *= Phi
+    Phi += noise
+    Th /= Phi
+    del Phi
+    return (basis.left.vectors[score_rows] @ Th) @ basis.right.inv, noise

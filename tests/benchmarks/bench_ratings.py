@@ -28,7 +28,7 @@ from malt.registry import get  # noqa: E402
 from malt.tasks.ratings import RatingsParams, RatingsTask  # noqa: E402
 
 REFERENCES = ["baseline", "biased-mf"]
-MODELS = ["popularity", "pmf", "pcsa", "pcsa-sparse", "kpmf", "con-mvgp", "trace-gp", "mvgp"]
+MODELS = ["popularity", "pmf", "pcsa", "pcsa-sparse", "kpmf", "con-mvgp", "trace-gp", "mvgp", "pma-map"]
 GOAL = {"pcsa": 60.0, "pcsa-sparse": 60.0}
 
 
