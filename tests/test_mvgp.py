@@ -76,6 +76,31 @@ def test_heat_root_is_exact_square_root_of_diffusion_kernel():
     np.testing.assert_allclose(H @ H.T, D @ D.T, atol=1e-12)
 
 
+def test_diffusion_root_matches_scipy_expm_and_sqrtm_to_the_stated_tolerance():
+    """The truncated Chebyshev series (CHEBYSHEV_TOL = 1e-10 relative) against the dense kernel from
+    scipy.linalg.expm and its principal square root from scipy.linalg.sqrtm, on a small graph with an
+    isolated node, over diffusion times and shifts that need 7 to 50 terms."""
+    from scipy.linalg import expm, sqrtm
+
+    from malt.algorithms.mvgp.core import CHEBYSHEV_TOL, DiffusionRoot
+    G = sp.random(40, 40, density=0.1, random_state=3).tolil()
+    G[7, :] = 0
+    G[:, 7] = 0
+    W = np.abs(G.toarray()) + np.abs(G.toarray()).T
+    np.fill_diagonal(W, 0)
+    d = W.sum(1)
+    s = np.divide(1, np.sqrt(d), out=np.zeros_like(d), where=d > 0)
+    Lap = np.eye(40) - s[:, None] * W * s[None, :]
+    for a, b in ((1.0, 1.0), (4.0, 0.05), (10.0, 1e-3), (0.3, 5.0)):
+        R = DiffusionRoot(sp.csr_matrix(G), a, b)
+        C = expm(-a * Lap) + b * np.eye(40)
+        D = R.dense()
+        scale = np.linalg.norm(C, 2)
+        assert np.abs(D @ D - C).max() <= 3 * CHEBYSHEV_TOL * scale, (a, b)
+        assert np.abs(D - sqrtm(C).real).max() <= 3 * CHEBYSHEV_TOL * np.sqrt(scale), (a, b)
+        np.testing.assert_allclose(R.T @ np.eye(40), D.T, atol=1e-15)
+
+
 def test_heat_root_gives_the_same_optimum_as_the_dense_root():
     from malt.algorithms.mvgp import HeatRoot
     rng = np.random.default_rng(5)

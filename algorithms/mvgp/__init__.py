@@ -22,7 +22,7 @@ from malt.registry import Algorithm, register
 from malt.selection import InnerCVParams, candidates, inner_fold_ids, select
 from malt.splits import Prediction
 
-from .core import HeatRoot, diffusion_sqrt, fit_mvgp, null_edge, objective, smooth_gradient_top  # noqa: F401
+from .core import DiffusionRoot, HeatRoot, diffusion_sqrt, fit_mvgp, null_edge, objective, smooth_gradient_top  # noqa: F401
 
 # The paper's grid (§5): λ at 5 and σ² at 20 values log-spaced in [1e-3, 1e3] (100 fits per run;
 # KPMF, with λ fixed, searches the same 20 σ²), selected separately for RMSE and for R@20. In the
@@ -45,10 +45,11 @@ CON_SIGMA2 = PAPER_SIGMA2[4]
 
 def covariance_sqrt(ctx, graph, which: str, kind: str, n: int, beta: float = 1.0, shift: float = 1.0):
     """G with G Gᵀ = C for the row/column covariance: None (identity) or the diffusion kernel
-    exp(−β𝓛) + shift·I as the sparse exact root :class:`HeatRoot` (never a dense n × n matrix)."""
+    exp(−β𝓛) + shift·I as its symmetric root :class:`DiffusionRoot` (a Chebyshev series in the sparse
+    graph, never a dense n × n matrix)."""
     if kind == "identity" or graph is None:
         return None
-    return HeatRoot(graph, beta, shift)
+    return DiffusionRoot(graph, beta, shift)
 
 
 def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None):

@@ -11,11 +11,12 @@ one factor at a time along the top singular pair of −∇ (a new factor is only
 gradient's spectral norm exceeds λ, the optimality condition of eq. 10/11), and all factors are
 refined by L-BFGS (intermediate ranks with a short budget, warm-started; the final rank to
 convergence). The square roots are never dense: for the diffusion kernel C = exp(−a𝓛) + b I we use
-the exact non-square root G = [exp(−a𝓛/2), √b I] (M × 2M, G Gᵀ = C), applied to a block of vectors
-by a Chebyshev expansion of the heat kernel in the sparse normalised adjacency (``HeatRoot``). The
+its symmetric root C^{1/2} = √(exp(−a𝓛) + b I) (M × M), applied to a block of vectors by its
+Chebyshev series in the sparse normalised adjacency, truncated at 1e-10 relative (``DiffusionRoot``;
+``HeatRoot`` is the exact non-square root [exp(−a𝓛/2), √b I], M × 2M, with twice the unknowns). The
 optimum of eq. 11 does not depend on which square root is used (every root is C^{1/2} O with O Oᵀ = I,
 and both ‖·‖_F and ‖·‖_* are invariant under B ↦ Oᵀ B O). Cost per objective evaluation
-O((nnz(graph) K + L) r) with K ≈ 10 Chebyshev terms; memory O(M r + N r + L + nnz(graph)).
+O((nnz(graph) K + L) r) with K ≈ 11 Chebyshev terms; memory O(M r + N r + L + nnz(graph)).
 KPMF (Zhou et al. 2012) is the same objective with fixed rank and without the ½‖UVᵀ‖²_F term.
 """
 from __future__ import annotations
@@ -42,25 +43,94 @@ def diffusion_sqrt(graph, a: float = 1.0, b: float = 1.0) -> np.ndarray:
     return Q * np.sqrt(np.exp(-a * w) + b)
 
 
+CHEBYSHEV_TOL = 1e-10  # truncation of the kernel series, relative to the operator's norm (see chebyshev_coefficients)
+
+
+def normalised_adjacency(graph) -> sp.csr_matrix:
+    """S = D^{-1/2} W D^{-1/2} of the symmetrised graph W = |G| + |G|ᵀ without self-loops (isolated nodes:
+    zero rows, so 𝓛 = I − S has 𝓛_ii = 1 there). spec(S) ⊂ [−1, 1]."""
+    W = sp.csr_matrix(graph, dtype=float)
+    W = abs(W) + abs(W).T
+    W.setdiag(0)
+    W.eliminate_zeros()
+    d = np.asarray(W.sum(axis=1)).ravel()
+    s = np.where(d > 0, 1.0 / np.sqrt(np.maximum(d, 1e-300)), 0.0)
+    return (sp.diags(s) @ W @ sp.diags(s)).tocsr()
+
+
+def chebyshev_coefficients(f, tol: float = CHEBYSHEV_TOL, max_terms: int = 1024) -> np.ndarray:
+    """Coefficients c_0..c_K of f(x) ≈ Σ_k c_k T_k(x) on [−1, 1], truncated where the dropped tail
+    Σ_{k>K} |c_k| is below ``tol`` · max|f| (a bound on the operator error ‖f(S) − Σ c_k T_k(S)‖₂ for a
+    symmetric S with spec(S) ⊂ [−1, 1], since ‖T_k(S)‖₂ ≤ 1). Interpolation at Chebyshev points,
+    degree doubled from 32 until the series has converged within the degree (for the smooth kernels
+    here, 10–40 terms)."""
+    from numpy.polynomial import chebyshev as C
+    deg = 32
+    while True:
+        c = C.chebinterpolate(f, deg)
+        scale = np.max(np.abs(f(np.cos(np.linspace(0, np.pi, 2 * deg + 1)))))
+        tail = np.cumsum(np.abs(c[::-1]))[::-1]  # tail[k] = Σ_{j≥k} |c_j|
+        keep = np.flatnonzero(tail >= tol * scale)
+        K = int(keep[-1]) + 1 if keep.size else 1
+        if K < deg - 8 or deg >= max_terms:
+            return c[:K]
+        deg *= 2
+
+
+def chebyshev_apply(S, c: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Σ_k c_k T_k(S) X by the three-term recurrence: len(c) − 1 sparse products with the block X."""
+    T0 = X
+    out = c[0] * X
+    if len(c) == 1:
+        return out
+    T1 = S @ X
+    out = out + c[1] * T1
+    for ck in c[2:]:
+        T0, T1 = T1, 2 * (S @ T1) - T0
+        out += ck * T1
+    return out
+
+
+class DiffusionRoot:
+    """The symmetric square root C^{1/2} of the diffusion kernel C = exp(−a𝓛) + b I as an (M, M)
+    linear operator, 𝓛 = I − S (:func:`normalised_adjacency`).
+
+    C^{1/2} = f(S) with f(x) = √(e^{−a(1−x)} + b), applied to a block X (M, r) as its Chebyshev series
+    in S (:func:`chebyshev_coefficients`, truncated at ``tol`` relative to ‖C^{1/2}‖₂; about 12 terms at
+    a = b = 1, so cost O(nnz(S) · 12 · r)); never dense. Half the columns of :class:`HeatRoot`'s
+    non-square root, so the factors U it multiplies are half as long. ``G.T`` is ``G``."""
+
+    def __init__(self, graph, a: float = 1.0, b: float = 1.0, tol: float = CHEBYSHEV_TOL):
+        self.S = normalised_adjacency(graph)
+        self.a, self.b = a, b
+        self.c = chebyshev_coefficients(lambda x: np.sqrt(np.exp(-a * (1 - x)) + b), tol)
+        self.shape = self.S.shape
+
+    @property
+    def T(self):
+        return self
+
+    def __matmul__(self, X):
+        return chebyshev_apply(self.S, self.c, np.asarray(X, dtype=float))
+
+    def dense(self) -> np.ndarray:
+        """The (M, M) matrix (for tests on small graphs)."""
+        return self @ np.eye(self.shape[0])
+
+
 class HeatRoot:
     """Exact square root G = [exp(−a𝓛/2), √b I] of C = exp(−a𝓛) + b I as a (M, 2M) linear operator.
 
-    𝓛 = I − S with S = D^{-1/2} W D^{-1/2} (isolated nodes: zero rows, 𝓛_ii = 1, as in
-    :func:`diffusion_sqrt`). exp(−t𝓛) X = e^{−t} Σ_k c_k T_k(S) X with c_0 = I_0(t), c_k = 2 I_k(t)
-    (Chebyshev–Bessel expansion of e^{tx} on [−1, 1] ⊇ spec(S)), truncated when c_k < 1e-16.
+    𝓛 = I − S with S = D^{-1/2} W D^{-1/2} (:func:`normalised_adjacency`). exp(−t𝓛) X = e^{−t} Σ_k c_k
+    T_k(S) X with c_0 = I_0(t), c_k = 2 I_k(t) (Chebyshev–Bessel expansion of e^{tx} on [−1, 1] ⊇
+    spec(S)), truncated when c_k < 1e-16. :class:`DiffusionRoot` is the square (M, M) root the models use.
     ``G @ X`` takes (2M, r) and returns (M, r); ``G.T @ Y`` takes (M, r) and returns (2M, r).
     """
 
     def __init__(self, graph, a: float = 1.0, b: float = 1.0, transposed: bool = False, _S=None, _c=None):
         from scipy.special import iv
         if _S is None:
-            W = sp.csr_matrix(graph, dtype=float)
-            W = abs(W) + abs(W).T
-            W.setdiag(0)
-            W.eliminate_zeros()
-            d = np.asarray(W.sum(axis=1)).ravel()
-            s = np.where(d > 0, 1.0 / np.sqrt(np.maximum(d, 1e-300)), 0.0)
-            _S = (sp.diags(s) @ W @ sp.diags(s)).tocsr()
+            _S = normalised_adjacency(graph)
             t = a / 2.0
             c = [iv(0, t)]
             k = 1
@@ -82,12 +152,7 @@ class HeatRoot:
 
     def heat(self, X):
         """exp(−a𝓛/2) X for X of shape (M,) or (M, r)."""
-        T0, T1 = X, self.S @ X
-        out = self.c[0] * T0 + self.c[1] * T1
-        for ck in self.c[2:]:
-            T0, T1 = T1, 2 * (self.S @ T1) - T0
-            out += ck * T1
-        return out
+        return chebyshev_apply(self.S, self.c, X)
 
     def __matmul__(self, X):
         X = np.asarray(X, dtype=float)
