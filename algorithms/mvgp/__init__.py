@@ -22,7 +22,8 @@ from malt.registry import Algorithm, register
 from malt.selection import InnerCVParams, candidates, inner_fold_ids, select
 from malt.splits import Prediction
 
-from .core import DiffusionRoot, HeatRoot, diffusion_sqrt, fit_mvgp, null_edge, objective, sampled_products, smooth_gradient_top  # noqa: F401
+from .core import (DiffusionRoot, HeatRoot, diffusion_sqrt, fit_mvgp, null_edge, objective,  # noqa: F401
+                   sampled_products, smooth_gradient_top)
 
 # The paper's grid (§5): λ at 5 and σ² at 20 values log-spaced in [1e-3, 1e3] (100 fits per run;
 # KPMF, with λ fixed, searches the same 20 σ²), selected separately for RMSE and for R@20. In the
