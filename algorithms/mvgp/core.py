@@ -331,7 +331,7 @@ def fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, **kw):
 
 def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, frob=1.0, max_rank=50,
               fixed_rank=None, maxiter=200, grow_iter=30, grow_block=1, tol=1e-6, ftol=1e-12, rng=None,
-              unrated=0.0):
+              unrated=0.0, init=None):
     """Solve eq. 11 by rank growth + L-BFGS refinement; return factors Z = G_M U, W = G_N V.
 
     fixed_rank : start at that rank and never grow (KPMF). Otherwise start at rank 1 and add a
@@ -343,8 +343,10 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
     fewer refinement rounds for large problems. ``ftol``: L-BFGS stops when the objective's relative
     decrease per iteration falls below it. ``unrated`` = w > 0: every entry outside ``train`` is an
     observation of 0 with weight w (the zero-filled matrix of top-N recommendation; see
-    :func:`_parts`), at no dense cost.
-    GM, GN : None (identity), a dense square root (M, p) or a :class:`HeatRoot` operator.
+    :func:`_parts`), at no dense cost. ``init`` = (U, V): start from these factors (a warm start,
+    e.g. the solution at a neighbouring λ or on part of the data) instead of zero (or, with
+    ``fixed_rank``, random) factors; growth then continues from their rank.
+    GM, GN : None (identity), a dense square root (M, p) or a root operator (:class:`DiffusionRoot`).
     Returns dict with Z, W, U, V, objective trace, rank, converged flag.
     """
     rng = np.random.default_rng(0) if rng is None else rng
@@ -356,12 +358,15 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
     bshape = (M, N)
     trace, converged = [], False
     if fixed_rank is not None:
-        U = 0.1 * rng.standard_normal((M, fixed_rank))
-        V = 0.1 * rng.standard_normal((N, fixed_rank))
+        if init is None:
+            U = 0.1 * rng.standard_normal((M, fixed_rank))
+            V = 0.1 * rng.standard_normal((N, fixed_rank))
+        else:
+            U, V = init
         U, V, f = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter * 5, ftol, unrated)
         trace.append(f)
     else:
-        U, V = np.zeros((M, 0)), np.zeros((N, 0))
+        U, V = (np.zeros((M, 0)), np.zeros((N, 0))) if init is None else init
         trace.append(objective(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, unrated))
         while U.shape[1] < max_rank:
             kb = min(grow_block, max_rank - U.shape[1])
