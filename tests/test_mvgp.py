@@ -37,12 +37,18 @@ def test_factored_equals_direct_convex_solve():
     GM, GN, mask, Y = _problem()
     tr = sp.coo_matrix(np.where(mask, Y, 0) * mask)
     tr = sp.coo_matrix((Y[mask], np.nonzero(mask)), shape=Y.shape)
+    fits = {}
     for lam in (0.3, 2.0):
         F = _prox_grad(GM, GN, mask, Y, 0.5, lam)
-        fit = fit_mvgp(tr, GM, GN, sigma2=0.5, lam=lam)
+        fit = fits[lam] = fit_mvgp(tr, GM, GN, sigma2=0.5, lam=lam)
         assert fit["converged"]
         np.testing.assert_allclose(fit["Z"] @ fit["W"].T, F, atol=1e-4)
         assert np.all(np.diff(fit["objective"]) <= 1e-8 * abs(fit["objective"][0]))
+    # warm starts along the λ path (the inner CV's): from the other λ's factors to the same optimum,
+    # whether factors must be added (2.0 → 0.3) or shrunk away (0.3 → 2.0)
+    for lam, other in ((0.3, 2.0), (2.0, 0.3)):
+        warm = fit_mvgp(tr, GM, GN, sigma2=0.5, lam=lam, init=(fits[other]["U"], fits[other]["V"]))
+        np.testing.assert_allclose(warm["Z"] @ warm["W"].T, fits[lam]["Z"] @ fits[lam]["W"].T, atol=1e-4)
 
 
 def test_lambda_zero_equals_kronecker_gp_posterior_mean():
@@ -55,6 +61,15 @@ def test_lambda_zero_equals_kronecker_gp_posterior_mean():
     tr = sp.coo_matrix((Y[mask], np.nonzero(mask)), shape=Y.shape)
     fit = fit_mvgp(tr, GM, GN, sigma2=s2, lam=0.0, max_rank=7, tol=0)
     np.testing.assert_allclose((fit["Z"] @ fit["W"].T).ravel(order="F"), mean, atol=1e-4)
+
+
+def test_sampled_products_equal_the_dense_product_at_the_entries():
+    """Across SAMPLE_BLOCK boundaries, with repeated positions."""
+    from malt.algorithms.mvgp.core import SAMPLE_BLOCK, sampled_products
+    rng = np.random.default_rng(4)
+    Z, W = rng.standard_normal((60, 5)), rng.standard_normal((50, 5))
+    rows, cols = rng.integers(0, 60, 2 * SAMPLE_BLOCK + 7), rng.integers(0, 50, 2 * SAMPLE_BLOCK + 7)
+    np.testing.assert_allclose(sampled_products(Z, W, rows, cols), (Z @ W.T)[rows, cols], rtol=1e-12, atol=1e-12)
 
 
 def test_refinement_decreases_objective():
