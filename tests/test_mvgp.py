@@ -72,6 +72,19 @@ def test_sampled_products_equal_the_dense_product_at_the_entries():
     np.testing.assert_allclose(sampled_products(Z, W, rows, cols), (Z @ W.T)[rows, cols], rtol=1e-12, atol=1e-12)
 
 
+def test_truncated_factors_are_the_best_low_rank_product_balanced():
+    """Eckart–Young: U'V'ᵀ is the rank-k SVD truncation of U Vᵀ, and U'ᵀU' = V'ᵀV' = diag(s_k)."""
+    from malt.algorithms.mvgp.core import truncate_factors
+    rng = np.random.default_rng(6)
+    U, V = rng.standard_normal((12, 6)), rng.standard_normal((9, 6))
+    Ut, Vt = truncate_factors(U, V, 3)
+    u, s, vt = np.linalg.svd(U @ V.T)
+    np.testing.assert_allclose(Ut @ Vt.T, (u[:, :3] * s[:3]) @ vt[:3], atol=1e-12)
+    np.testing.assert_allclose(Ut.T @ Ut, np.diag(s[:3]), atol=1e-12)
+    np.testing.assert_allclose(Vt.T @ Vt, np.diag(s[:3]), atol=1e-12)
+    assert truncate_factors(U, V, 6)[0] is U
+
+
 def test_refinement_decreases_objective():
     GM, GN, mask, Y = _problem(seed=2)
     tr = sp.coo_matrix((Y[mask], np.nonzero(mask)), shape=Y.shape)

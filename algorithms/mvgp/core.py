@@ -318,6 +318,19 @@ def _block_top(mv, rmv, bshape, k):
     return Q @ Ub[:, :k], s[:k], Vt[:k].T
 
 
+def truncate_factors(U, V, rank: int):
+    """Balanced factors of the best rank-``rank`` approximation of U Vᵀ (U, V unchanged when they have
+    at most ``rank`` columns): thin QR of each factor, SVD of the small core, √s to each side, which is
+    also the split that minimises ½(‖U‖² + ‖V‖²) for the product (the factored nuclear norm)."""
+    if U.shape[1] <= rank:
+        return U, V
+    Qu, Ru = np.linalg.qr(U)
+    Qv, Rv = np.linalg.qr(V)
+    a, s, bt = np.linalg.svd(Ru @ Rv.T)
+    root = np.sqrt(s[:rank])
+    return Qu @ a[:, :rank] * root, Qv @ bt[:rank].T * root
+
+
 def fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, **kw):
     """Solve eq. 11 (see :func:`_fit_mvgp` for the parameters) with BLAS limited to one thread.
 
@@ -345,7 +358,8 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
     observation of 0 with weight w (the zero-filled matrix of top-N recommendation; see
     :func:`_parts`), at no dense cost. ``init`` = (U, V): start from these factors (a warm start,
     e.g. the solution at a neighbouring λ or on part of the data) instead of zero (or, with
-    ``fixed_rank``, random) factors; growth then continues from their rank.
+    ``fixed_rank``, random) factors; growth then continues from their rank (cut to ``max_rank`` by
+    :func:`truncate_factors` if larger).
     GM, GN : None (identity), a dense square root (M, p) or a root operator (:class:`DiffusionRoot`).
     Returns dict with Z, W, U, V, objective trace, rank, converged flag.
     """
@@ -366,7 +380,7 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
         U, V, f = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter * 5, ftol, unrated)
         trace.append(f)
     else:
-        U, V = (np.zeros((M, 0)), np.zeros((N, 0))) if init is None else init
+        U, V = (np.zeros((M, 0)), np.zeros((N, 0))) if init is None else truncate_factors(*init, max_rank)
         trace.append(objective(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, unrated))
         while U.shape[1] < max_rank:
             kb = min(grow_block, max_rank - U.shape[1])
