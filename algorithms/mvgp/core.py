@@ -33,12 +33,8 @@ def diffusion_sqrt(graph, a: float = 1.0, b: float = 1.0) -> np.ndarray:
     𝓛 = I − D^{-1/2} W D^{-1/2} is the normalised Laplacian of the symmetrised graph W; isolated
     nodes get 𝓛_ii = 1. G = Q diag(√(e^{−a λ} + b)) from the eigenbasis of 𝓛.
     """
-    W = sp.csr_matrix(graph, dtype=float)
-    W = abs(W) + abs(W).T
-    W.setdiag(0)
-    d = np.asarray(W.sum(axis=1)).ravel()
-    s = np.where(d > 0, 1.0 / np.sqrt(np.maximum(d, 1e-300)), 0.0)
-    Lap = np.eye(W.shape[0]) - (sp.diags(s) @ W @ sp.diags(s)).toarray()
+    S = normalised_adjacency(graph)
+    Lap = np.eye(S.shape[0]) - S.toarray()
     w, Q = np.linalg.eigh(0.5 * (Lap + Lap.T))
     return Q * np.sqrt(np.exp(-a * w) + b)
 
@@ -96,8 +92,8 @@ class DiffusionRoot:
     linear operator, 𝓛 = I − S (:func:`normalised_adjacency`).
 
     C^{1/2} = f(S) with f(x) = √(e^{−a(1−x)} + b), applied to a block X (M, r) as its Chebyshev series
-    in S (:func:`chebyshev_coefficients`, truncated at ``tol`` relative to ‖C^{1/2}‖₂; about 12 terms at
-    a = b = 1, so cost O(nnz(S) · 12 · r)); never dense. Half the columns of :class:`HeatRoot`'s
+    in S (:func:`chebyshev_coefficients`, truncated at ``tol`` relative to ‖C^{1/2}‖₂; 11 terms at
+    a = b = 1, so cost O(nnz(S) · 11 · r)); never dense. Half the columns of :class:`HeatRoot`'s
     non-square root, so the factors U it multiplies are half as long. ``G.T`` is ``G``."""
 
     def __init__(self, graph, a: float = 1.0, b: float = 1.0, tol: float = CHEBYSHEV_TOL):
