@@ -32,7 +32,8 @@ class KPMF(Algorithm):
     name = "kpmf"
     tasks = frozenset({"ratings"})
     Params = KPMFParams
-    version = "6"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit
+    version = "7"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
+    # v7: symmetric covariance root, warm starts along the σ² grid, ftol 1e-6 (algorithms/mvgp)
 
     def run(self, split, params, ctx):
         return predict_split(split, params, ctx, lam=1.0, frob=0.0, fixed_rank=params.rank)

@@ -37,12 +37,18 @@ def test_factored_equals_direct_convex_solve():
     GM, GN, mask, Y = _problem()
     tr = sp.coo_matrix(np.where(mask, Y, 0) * mask)
     tr = sp.coo_matrix((Y[mask], np.nonzero(mask)), shape=Y.shape)
+    fits = {}
     for lam in (0.3, 2.0):
         F = _prox_grad(GM, GN, mask, Y, 0.5, lam)
-        fit = fit_mvgp(tr, GM, GN, sigma2=0.5, lam=lam)
+        fit = fits[lam] = fit_mvgp(tr, GM, GN, sigma2=0.5, lam=lam)
         assert fit["converged"]
         np.testing.assert_allclose(fit["Z"] @ fit["W"].T, F, atol=1e-4)
         assert np.all(np.diff(fit["objective"]) <= 1e-8 * abs(fit["objective"][0]))
+    # warm starts along the λ path (the inner CV's): from the other λ's factors to the same optimum,
+    # whether factors must be added (2.0 → 0.3) or shrunk away (0.3 → 2.0)
+    for lam, other in ((0.3, 2.0), (2.0, 0.3)):
+        warm = fit_mvgp(tr, GM, GN, sigma2=0.5, lam=lam, init=(fits[other]["U"], fits[other]["V"]))
+        np.testing.assert_allclose(warm["Z"] @ warm["W"].T, fits[lam]["Z"] @ fits[lam]["W"].T, atol=1e-4)
 
 
 def test_lambda_zero_equals_kronecker_gp_posterior_mean():
@@ -55,6 +61,28 @@ def test_lambda_zero_equals_kronecker_gp_posterior_mean():
     tr = sp.coo_matrix((Y[mask], np.nonzero(mask)), shape=Y.shape)
     fit = fit_mvgp(tr, GM, GN, sigma2=s2, lam=0.0, max_rank=7, tol=0)
     np.testing.assert_allclose((fit["Z"] @ fit["W"].T).ravel(order="F"), mean, atol=1e-4)
+
+
+def test_sampled_products_equal_the_dense_product_at_the_entries():
+    """Across SAMPLE_BLOCK boundaries, with repeated positions."""
+    from malt.algorithms.mvgp.core import SAMPLE_BLOCK, sampled_products
+    rng = np.random.default_rng(4)
+    Z, W = rng.standard_normal((60, 5)), rng.standard_normal((50, 5))
+    rows, cols = rng.integers(0, 60, 2 * SAMPLE_BLOCK + 7), rng.integers(0, 50, 2 * SAMPLE_BLOCK + 7)
+    np.testing.assert_allclose(sampled_products(Z, W, rows, cols), (Z @ W.T)[rows, cols], rtol=1e-12, atol=1e-12)
+
+
+def test_truncated_factors_are_the_best_low_rank_product_balanced():
+    """Eckart–Young: U'V'ᵀ is the rank-k SVD truncation of U Vᵀ, and U'ᵀU' = V'ᵀV' = diag(s_k)."""
+    from malt.algorithms.mvgp.core import truncate_factors
+    rng = np.random.default_rng(6)
+    U, V = rng.standard_normal((12, 6)), rng.standard_normal((9, 6))
+    Ut, Vt = truncate_factors(U, V, 3)
+    u, s, vt = np.linalg.svd(U @ V.T)
+    np.testing.assert_allclose(Ut @ Vt.T, (u[:, :3] * s[:3]) @ vt[:3], atol=1e-12)
+    np.testing.assert_allclose(Ut.T @ Ut, np.diag(s[:3]), atol=1e-12)
+    np.testing.assert_allclose(Vt.T @ Vt, np.diag(s[:3]), atol=1e-12)
+    assert truncate_factors(U, V, 6)[0] is U
 
 
 def test_refinement_decreases_objective():
@@ -74,6 +102,31 @@ def test_heat_root_is_exact_square_root_of_diffusion_kernel():
     H = HeatRoot(G, a=1.0, b=1.0).dense()
     D = diffusion_sqrt(G, 1.0, 1.0)
     np.testing.assert_allclose(H @ H.T, D @ D.T, atol=1e-12)
+
+
+def test_diffusion_root_matches_scipy_expm_and_sqrtm_to_the_stated_tolerance():
+    """The truncated Chebyshev series (CHEBYSHEV_TOL = 1e-10 relative) against the dense kernel from
+    scipy.linalg.expm and its principal square root from scipy.linalg.sqrtm, on a small graph with an
+    isolated node, over diffusion times and shifts that need 7 to 50 terms."""
+    from scipy.linalg import expm, sqrtm
+
+    from malt.algorithms.mvgp.core import CHEBYSHEV_TOL, DiffusionRoot
+    G = sp.random(40, 40, density=0.1, random_state=3).tolil()
+    G[7, :] = 0
+    G[:, 7] = 0
+    W = np.abs(G.toarray()) + np.abs(G.toarray()).T
+    np.fill_diagonal(W, 0)
+    d = W.sum(1)
+    s = np.divide(1, np.sqrt(d), out=np.zeros_like(d), where=d > 0)
+    Lap = np.eye(40) - s[:, None] * W * s[None, :]
+    for a, b in ((1.0, 1.0), (4.0, 0.05), (10.0, 1e-3), (0.3, 5.0)):
+        R = DiffusionRoot(sp.csr_matrix(G), a, b)
+        C = expm(-a * Lap) + b * np.eye(40)
+        D = R.dense()
+        scale = np.linalg.norm(C, 2)
+        assert np.abs(D @ D - C).max() <= 3 * CHEBYSHEV_TOL * scale, (a, b)
+        assert np.abs(D - sqrtm(C).real).max() <= 3 * CHEBYSHEV_TOL * np.sqrt(scale), (a, b)
+        np.testing.assert_allclose(R.T @ np.eye(40), D.T, atol=1e-15)
 
 
 def test_heat_root_gives_the_same_optimum_as_the_dense_root():

@@ -11,11 +11,12 @@ one factor at a time along the top singular pair of −∇ (a new factor is only
 gradient's spectral norm exceeds λ, the optimality condition of eq. 10/11), and all factors are
 refined by L-BFGS (intermediate ranks with a short budget, warm-started; the final rank to
 convergence). The square roots are never dense: for the diffusion kernel C = exp(−a𝓛) + b I we use
-the exact non-square root G = [exp(−a𝓛/2), √b I] (M × 2M, G Gᵀ = C), applied to a block of vectors
-by a Chebyshev expansion of the heat kernel in the sparse normalised adjacency (``HeatRoot``). The
+its symmetric root C^{1/2} = √(exp(−a𝓛) + b I) (M × M), applied to a block of vectors by its
+Chebyshev series in the sparse normalised adjacency, truncated at 1e-10 relative (``DiffusionRoot``;
+``HeatRoot`` is the exact non-square root [exp(−a𝓛/2), √b I], M × 2M, with twice the unknowns). The
 optimum of eq. 11 does not depend on which square root is used (every root is C^{1/2} O with O Oᵀ = I,
 and both ‖·‖_F and ‖·‖_* are invariant under B ↦ Oᵀ B O). Cost per objective evaluation
-O((nnz(graph) K + L) r) with K ≈ 10 Chebyshev terms; memory O(M r + N r + L + nnz(graph)).
+O((nnz(graph) K + L) r) with K ≈ 11 Chebyshev terms; memory O(M r + N r + L + nnz(graph)).
 KPMF (Zhou et al. 2012) is the same objective with fixed rank and without the ½‖UVᵀ‖²_F term.
 """
 from __future__ import annotations
@@ -32,35 +33,100 @@ def diffusion_sqrt(graph, a: float = 1.0, b: float = 1.0) -> np.ndarray:
     𝓛 = I − D^{-1/2} W D^{-1/2} is the normalised Laplacian of the symmetrised graph W; isolated
     nodes get 𝓛_ii = 1. G = Q diag(√(e^{−a λ} + b)) from the eigenbasis of 𝓛.
     """
+    S = normalised_adjacency(graph)
+    Lap = np.eye(S.shape[0]) - S.toarray()
+    w, Q = np.linalg.eigh(0.5 * (Lap + Lap.T))
+    return Q * np.sqrt(np.exp(-a * w) + b)
+
+
+CHEBYSHEV_TOL = 1e-10  # truncation of the kernel series, relative to the operator's norm (see chebyshev_coefficients)
+
+
+def normalised_adjacency(graph) -> sp.csr_matrix:
+    """S = D^{-1/2} W D^{-1/2} of the symmetrised graph W = |G| + |G|ᵀ without self-loops (isolated nodes:
+    zero rows, so 𝓛 = I − S has 𝓛_ii = 1 there). spec(S) ⊂ [−1, 1]."""
     W = sp.csr_matrix(graph, dtype=float)
     W = abs(W) + abs(W).T
     W.setdiag(0)
+    W.eliminate_zeros()
     d = np.asarray(W.sum(axis=1)).ravel()
     s = np.where(d > 0, 1.0 / np.sqrt(np.maximum(d, 1e-300)), 0.0)
-    Lap = np.eye(W.shape[0]) - (sp.diags(s) @ W @ sp.diags(s)).toarray()
-    w, Q = np.linalg.eigh(0.5 * (Lap + Lap.T))
-    return Q * np.sqrt(np.exp(-a * w) + b)
+    return (sp.diags(s) @ W @ sp.diags(s)).tocsr()
+
+
+def chebyshev_coefficients(f, tol: float = CHEBYSHEV_TOL, max_terms: int = 1024) -> np.ndarray:
+    """Coefficients c_0..c_K of f(x) ≈ Σ_k c_k T_k(x) on [−1, 1], truncated where the dropped tail
+    Σ_{k>K} |c_k| is below ``tol`` · max|f| (a bound on the operator error ‖f(S) − Σ c_k T_k(S)‖₂ for a
+    symmetric S with spec(S) ⊂ [−1, 1], since ‖T_k(S)‖₂ ≤ 1). Interpolation at Chebyshev points,
+    degree doubled from 32 until the series has converged within the degree (for the smooth kernels
+    here, 10–40 terms)."""
+    from numpy.polynomial import chebyshev as C
+    deg = 32
+    while True:
+        c = C.chebinterpolate(f, deg)
+        scale = np.max(np.abs(f(np.cos(np.linspace(0, np.pi, 2 * deg + 1)))))
+        tail = np.cumsum(np.abs(c[::-1]))[::-1]  # tail[k] = Σ_{j≥k} |c_j|
+        keep = np.flatnonzero(tail >= tol * scale)
+        K = int(keep[-1]) + 1 if keep.size else 1
+        if K < deg - 8 or deg >= max_terms:
+            return c[:K]
+        deg *= 2
+
+
+def chebyshev_apply(S, c: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Σ_k c_k T_k(S) X by the three-term recurrence: len(c) − 1 sparse products with the block X."""
+    T0 = X
+    out = c[0] * X
+    if len(c) == 1:
+        return out
+    T1 = S @ X
+    out = out + c[1] * T1
+    for ck in c[2:]:
+        T0, T1 = T1, 2 * (S @ T1) - T0
+        out += ck * T1
+    return out
+
+
+class DiffusionRoot:
+    """The symmetric square root C^{1/2} of the diffusion kernel C = exp(−a𝓛) + b I as an (M, M)
+    linear operator, 𝓛 = I − S (:func:`normalised_adjacency`).
+
+    C^{1/2} = f(S) with f(x) = √(e^{−a(1−x)} + b), applied to a block X (M, r) as its Chebyshev series
+    in S (:func:`chebyshev_coefficients`, truncated at ``tol`` relative to ‖C^{1/2}‖₂; 11 terms at
+    a = b = 1, so cost O(nnz(S) · 11 · r)); never dense. Half the columns of :class:`HeatRoot`'s
+    non-square root, so the factors U it multiplies are half as long. ``G.T`` is ``G``."""
+
+    def __init__(self, graph, a: float = 1.0, b: float = 1.0, tol: float = CHEBYSHEV_TOL):
+        self.S = normalised_adjacency(graph)
+        self.a, self.b = a, b
+        self.c = chebyshev_coefficients(lambda x: np.sqrt(np.exp(-a * (1 - x)) + b), tol)
+        self.shape = self.S.shape
+
+    @property
+    def T(self):
+        return self
+
+    def __matmul__(self, X):
+        return chebyshev_apply(self.S, self.c, np.asarray(X, dtype=float))
+
+    def dense(self) -> np.ndarray:
+        """The (M, M) matrix (for tests on small graphs)."""
+        return self @ np.eye(self.shape[0])
 
 
 class HeatRoot:
     """Exact square root G = [exp(−a𝓛/2), √b I] of C = exp(−a𝓛) + b I as a (M, 2M) linear operator.
 
-    𝓛 = I − S with S = D^{-1/2} W D^{-1/2} (isolated nodes: zero rows, 𝓛_ii = 1, as in
-    :func:`diffusion_sqrt`). exp(−t𝓛) X = e^{−t} Σ_k c_k T_k(S) X with c_0 = I_0(t), c_k = 2 I_k(t)
-    (Chebyshev–Bessel expansion of e^{tx} on [−1, 1] ⊇ spec(S)), truncated when c_k < 1e-16.
+    𝓛 = I − S with S = D^{-1/2} W D^{-1/2} (:func:`normalised_adjacency`). exp(−t𝓛) X = e^{−t} Σ_k c_k
+    T_k(S) X with c_0 = I_0(t), c_k = 2 I_k(t) (Chebyshev–Bessel expansion of e^{tx} on [−1, 1] ⊇
+    spec(S)), truncated when c_k < 1e-16. :class:`DiffusionRoot` is the square (M, M) root the models use.
     ``G @ X`` takes (2M, r) and returns (M, r); ``G.T @ Y`` takes (M, r) and returns (2M, r).
     """
 
     def __init__(self, graph, a: float = 1.0, b: float = 1.0, transposed: bool = False, _S=None, _c=None):
         from scipy.special import iv
         if _S is None:
-            W = sp.csr_matrix(graph, dtype=float)
-            W = abs(W) + abs(W).T
-            W.setdiag(0)
-            W.eliminate_zeros()
-            d = np.asarray(W.sum(axis=1)).ravel()
-            s = np.where(d > 0, 1.0 / np.sqrt(np.maximum(d, 1e-300)), 0.0)
-            _S = (sp.diags(s) @ W @ sp.diags(s)).tocsr()
+            _S = normalised_adjacency(graph)
             t = a / 2.0
             c = [iv(0, t)]
             k = 1
@@ -82,12 +148,7 @@ class HeatRoot:
 
     def heat(self, X):
         """exp(−a𝓛/2) X for X of shape (M,) or (M, r)."""
-        T0, T1 = X, self.S @ X
-        out = self.c[0] * T0 + self.c[1] * T1
-        for ck in self.c[2:]:
-            T0, T1 = T1, 2 * (self.S @ T1) - T0
-            out += ck * T1
-        return out
+        return chebyshev_apply(self.S, self.c, X)
 
     def __matmul__(self, X):
         X = np.asarray(X, dtype=float)
@@ -101,6 +162,34 @@ class HeatRoot:
         return self @ np.eye(self.shape[1])
 
 
+SAMPLE_BLOCK = 1024  # entries per block of `sampled_products`: two (block, r) gathers stay in cache
+
+
+def sampled_products(Z, W, rows, cols) -> np.ndarray:
+    """(Z Wᵀ)_{rows[l], cols[l]} for every l: the observed entries of F, O(L r), by blocks of entries
+    (gathering all L rows of Z and W at once writes 2·L·r floats to memory and runs 4× slower)."""
+    out = np.empty(rows.size)
+    for s in range(0, rows.size, SAMPLE_BLOCK):
+        e = slice(s, s + SAMPLE_BLOCK)
+        out[e] = np.einsum("ij,ij->i", Z[rows[e]], W[cols[e]])
+    return out
+
+
+class Pattern:
+    """The observed positions in row-major (CSR) order, so a sparse matrix with values on them is built
+    without a conversion: ``Pattern(rows, cols, shape)``, then ``p.rows``, ``p.cols``, ``p.order`` (the
+    permutation applied) and ``p.matrix(values)`` (values in the sorted order; duplicates add up)."""
+
+    def __init__(self, rows, cols, shape):
+        self.order = np.lexsort((cols, rows))
+        self.rows, self.cols = rows[self.order], cols[self.order]
+        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.rows, minlength=shape[0]))])
+        self.shape = shape
+
+    def matrix(self, values) -> sp.csr_matrix:
+        return sp.csr_matrix((values, self.cols, self.indptr), shape=self.shape)
+
+
 def _parts(U, V, GM, GN, rows, cols, y, inv_s2, frob, lam, unrated=0.0):
     """Objective value, the residual at the observed entries (the sparse part of ∂/∂F, before σ⁻²),
     Z = G_M U and W = G_N V.
@@ -110,7 +199,7 @@ def _parts(U, V, GM, GN, rows, cols, y, inv_s2, frob, lam, unrated=0.0):
     w tr(ZᵀZ WᵀW) in O((M + N) r²); its gradient in Z is w Z (WᵀW) plus the sparse −w F_L."""
     Z = U if GM is None else GM @ U
     W = V if GN is None else GN @ V
-    fl = np.einsum("ij,ij->i", Z[rows], W[cols])
+    fl = sampled_products(Z, W, rows, cols)
     r = fl - y
     f = 0.5 * inv_s2 * r @ r + lam * 0.5 * (np.sum(U * U) + np.sum(V * V))
     if unrated:
@@ -131,12 +220,14 @@ def _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter, ftol
     M, N = U.shape[0], V.shape[0]
     r_ = U.shape[1]
     inv_s2 = 1.0 / sigma2
+    pattern = Pattern(rows, cols, shape)
+    rows, cols, y = pattern.rows, pattern.cols, y[pattern.order]
 
     def fg(x):
         U = x[:M * r_].reshape(M, r_)
         V = x[M * r_:].reshape(N, r_)
         f, r, Z, W = _parts(U, V, GM, GN, rows, cols, y, inv_s2, frob, lam, unrated)
-        R = sp.csr_matrix((inv_s2 * r, (rows, cols)), shape=shape)
+        R = pattern.matrix(inv_s2 * r)
         gZ, gW = R @ W, R.T @ Z
         if unrated:
             gZ = gZ + (inv_s2 * unrated) * Z @ (W.T @ W)
@@ -166,8 +257,10 @@ def smooth_gradient_top(U, V, GM, GN, rows, cols, y, sigma2, frob, shape, bshape
     shape : data matrix shape (M, N); bshape : shape of B (columns of G_M, G_N), default ``shape``.
     """
     bshape = shape if bshape is None else bshape
+    pattern = Pattern(rows, cols, shape)
+    rows, cols, y = pattern.rows, pattern.cols, y[pattern.order]
     f, r, Z, W = _parts(U, V, GM, GN, rows, cols, y, 1.0 / sigma2, frob, 0.0, unrated)
-    R = sp.csr_matrix((r / sigma2, (rows, cols)), shape=shape)
+    R = pattern.matrix(r / sigma2)
     wz, ww = (unrated / sigma2) * Z, (unrated / sigma2) * W
     GMt = (lambda x: x) if GM is None else (lambda x: GM.T @ x)
     GMm = (lambda x: x) if GM is None else (lambda x: GM @ x)
@@ -221,6 +314,19 @@ def _block_top(mv, rmv, bshape, k):
     return Q @ Ub[:, :k], s[:k], Vt[:k].T
 
 
+def truncate_factors(U, V, rank: int):
+    """Balanced factors of the best rank-``rank`` approximation of U Vᵀ (U, V unchanged when they have
+    at most ``rank`` columns): thin QR of each factor, SVD of the small core, √s to each side, which is
+    also the split that minimises ½(‖U‖² + ‖V‖²) for the product (the factored nuclear norm)."""
+    if U.shape[1] <= rank:
+        return U, V
+    Qu, Ru = np.linalg.qr(U)
+    Qv, Rv = np.linalg.qr(V)
+    a, s, bt = np.linalg.svd(Ru @ Rv.T)
+    root = np.sqrt(s[:rank])
+    return Qu @ a[:, :rank] * root, Qv @ bt[:rank].T * root
+
+
 def fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, **kw):
     """Solve eq. 11 (see :func:`_fit_mvgp` for the parameters) with BLAS limited to one thread.
 
@@ -234,7 +340,7 @@ def fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, **kw):
 
 def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, frob=1.0, max_rank=50,
               fixed_rank=None, maxiter=200, grow_iter=30, grow_block=1, tol=1e-6, ftol=1e-12, rng=None,
-              unrated=0.0):
+              unrated=0.0, init=None):
     """Solve eq. 11 by rank growth + L-BFGS refinement; return factors Z = G_M U, W = G_N V.
 
     fixed_rank : start at that rank and never grow (KPMF). Otherwise start at rank 1 and add a
@@ -246,8 +352,11 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
     fewer refinement rounds for large problems. ``ftol``: L-BFGS stops when the objective's relative
     decrease per iteration falls below it. ``unrated`` = w > 0: every entry outside ``train`` is an
     observation of 0 with weight w (the zero-filled matrix of top-N recommendation; see
-    :func:`_parts`), at no dense cost.
-    GM, GN : None (identity), a dense square root (M, p) or a :class:`HeatRoot` operator.
+    :func:`_parts`), at no dense cost. ``init`` = (U, V): start from these factors (a warm start,
+    e.g. the solution at a neighbouring λ or on part of the data) instead of zero (or, with
+    ``fixed_rank``, random) factors; growth then continues from their rank (cut to ``max_rank`` by
+    :func:`truncate_factors` if larger).
+    GM, GN : None (identity), a dense square root (M, p) or a root operator (:class:`DiffusionRoot`).
     Returns dict with Z, W, U, V, objective trace, rank, converged flag.
     """
     rng = np.random.default_rng(0) if rng is None else rng
@@ -259,12 +368,15 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
     bshape = (M, N)
     trace, converged = [], False
     if fixed_rank is not None:
-        U = 0.1 * rng.standard_normal((M, fixed_rank))
-        V = 0.1 * rng.standard_normal((N, fixed_rank))
+        if init is None:
+            U = 0.1 * rng.standard_normal((M, fixed_rank))
+            V = 0.1 * rng.standard_normal((N, fixed_rank))
+        else:
+            U, V = init
         U, V, f = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter * 5, ftol, unrated)
         trace.append(f)
     else:
-        U, V = np.zeros((M, 0)), np.zeros((N, 0))
+        U, V = (np.zeros((M, 0)), np.zeros((N, 0))) if init is None else truncate_factors(*init, max_rank)
         trace.append(objective(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, unrated))
         while U.shape[1] < max_rank:
             kb = min(grow_block, max_rank - U.shape[1])
