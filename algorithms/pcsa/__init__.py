@@ -12,7 +12,7 @@ from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
 from malt.splits import Prediction, RatingsSplit
 
-from .core import pcsa_fit, solve_stein_eig  # noqa: F401  (public API)
+from .core import pcsa_fit  # noqa: F401  (public API)
 from .observed import pcsa_observed_fit
 
 
