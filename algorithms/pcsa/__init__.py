@@ -185,8 +185,10 @@ class PCSA(_PCSABase):
     On the missing task the paper's §3.1 inference (missing entries refilled with the posterior mean,
     dense Sylvester/Stein eigen-solves); on the ratings task the same model and bound on the observed
     entries only, with row and column biases and row and column noise scales (noise='scaled'; eq. 1's
-    shared noise with noise='shared'). Diagnostics report the effective d1, d2, the bound and, with
-    scaled noise, the Gamma shapes of the noise scales (small = heavy-tailed)."""
+    shared noise with noise='shared'), and the strength s of the Gamma(s, s) ARD hyperprior chosen from
+    ard_strength_grid on a holdout of the training entries (select='inner-cv'). Diagnostics report the
+    effective d1, d2, the bound, the chosen s and, with scaled noise, the Gamma shapes of the noise scales
+    (small = heavy-tailed)."""
 
     name = "pcsa"
     Params = PCSAParams
