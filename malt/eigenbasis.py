@@ -94,6 +94,16 @@ class Eigenbasis:
         """A = V diag(values) Vᵀ + rest (I − V Vᵀ) for orthonormal V (n × r)."""
         return cls(np.asarray(values, dtype=float), np.asarray(vectors, dtype=float), None, float(rest))
 
+    @classmethod
+    def gram(cls, F: np.ndarray, W: np.ndarray) -> "Eigenbasis":
+        """Low-rank eigenbasis of the symmetric PSD A = Fᵀ W F (n × n) for F (r, n) and an SPD W (r, r),
+        never forming A: with W = L Lᵀ (Cholesky) and Lᵀ F = P diag(s) Qᵀ (thin SVD), A = Q diag(s²) Qᵀ,
+        the complement of span(Q) having eigenvalue 0. PCSA's projections P = τ A S_A Aᵀ (F = Aᵀ, W = τ S_A)
+        and P_Y = τ Yᵀ S_Y Y (its eq. 6) are of this form. O(n r² + r³)."""
+        L = np.linalg.cholesky(np.asarray(W, dtype=float))
+        _, s, Qt = np.linalg.svd(L.T @ np.asarray(F, dtype=float), full_matrices=False)
+        return cls.low_rank(Qt.T, s ** 2)
+
     # ---- properties --------------------------------------------------------------------------
     @property
     def size(self) -> int:

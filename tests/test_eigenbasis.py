@@ -87,6 +87,26 @@ def test_low_rank_left_apply_and_its_span_coordinates_match_the_dense_operator(n
         KroneckerEigenbasis(spd(n), B).apply(C, phi, span=True)
 
 
+def test_gram_factor_is_the_eigenbasis_of_ft_w_f_and_solves_its_stein_equation():
+    """Eigenbasis.gram(F, W) of A = Fᵀ W F (rank r < n): rebuilds A, has eigh's nonzero eigenvalues, and as
+    the low-rank factor of F − G F A = C it matches scipy.linalg.solve_sylvester on G⁻¹F − F A = G⁻¹C."""
+    n, m, r = 9, 4, 3
+    F, W = RNG.standard_normal((r, n)), spd(r, 0.5)
+    A = F.T @ W @ F
+    basis = Eigenbasis.gram(F, W)
+    assert basis.vectors.shape == (n, r) and basis.rest == 0.0
+    np.testing.assert_allclose(basis.matrix(), A, atol=1e-10)
+    np.testing.assert_allclose(np.sort(basis.values), np.linalg.eigvalsh(A)[-r:], rtol=1e-10)
+    basis = Eigenbasis.gram(F / np.sqrt(np.linalg.eigvalsh(A).max()) * 0.9, W)   # spectrum in (0, 0.81]
+    A = basis.matrix()
+    Lam, M = spd(m, 1.0), spd(m)
+    G = np.linalg.solve(Lam, M)
+    C = RNG.standard_normal((m, n))
+    F_ = KroneckerEigenbasis(Eigenbasis.pencil(M, Lam, "B^-1 A"), basis).solve_stein(C)
+    Ginv = np.linalg.inv(G)
+    np.testing.assert_allclose(F_, scipy.linalg.solve_sylvester(Ginv, -A, Ginv @ C), atol=1e-10)
+
+
 def test_matvec_precondition_and_inverse_diagonal_equal_the_dense_operators(pair):
     A, B = pair
     V = RNG.standard_normal((7, 5))

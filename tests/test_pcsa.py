@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from malt.algorithms.pcsa import pcsa_fit, solve_stein_eig
-from malt.algorithms.pcsa.core import _lowrank_sym
+from malt.algorithms.pcsa import pcsa_fit
 from malt.context import Context
+from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.registry import get as get_algorithm
 from malt.splits import MissingSplit
 
@@ -16,25 +16,24 @@ def _planted(rng, D1=30, D2=50, d1=3, d2=2, noise=0.1):
     return T, T + noise * rng.standard_normal(T.shape)
 
 
-def test_stein_solver_matches_kronecker_brute_force():
+def test_stein_solves_as_pcsa_builds_them_match_kronecker_brute_force():
+    """Eq. 6 in core.pcsa_fit's two orientations, each factor built as there (P = F0ᵀ W F0 by
+    Eigenbasis.gram, G from the pencil (M, Λ)), against the dense vectorised solve."""
     rng = np.random.default_rng(0)
     n, m, r = 7, 4, 3
     F0 = rng.standard_normal((r, n))
     W = np.eye(r) * 0.1
-    K, g = _lowrank_sym(F0, W)                   # P = F0ᵀ W F0
     P = F0.T @ W @ F0
     S = rng.standard_normal((m, m)); Lam = S @ S.T + m * np.eye(m)
     M = rng.standard_normal((m, m)); M = 0.3 * (M @ M.T)
-    from scipy.linalg import eigh
-    gam, Wm = eigh(M, Lam)
     G = np.linalg.solve(Lam, M)                  # G = Λ⁻¹ M
     C = rng.standard_normal((m, n))
-    F = solve_stein_eig(C, K, (g, gam), Wm, Wm.T @ Lam, side="right")      # F − G F P = C
-    brute = np.linalg.solve(np.eye(m * n) - np.kron(G, P.T), C.ravel()).reshape(m, n)
+    F = KroneckerEigenbasis(Eigenbasis.pencil(M, Lam, "B^-1 A"), Eigenbasis.gram(F0, W)).solve_stein(C)
+    brute = np.linalg.solve(np.eye(m * n) - np.kron(G, P.T), C.ravel()).reshape(m, n)     # F − G F P = C
     np.testing.assert_allclose(F, brute, atol=1e-9)
     G2 = M @ np.linalg.inv(Lam)                  # F − P F G2 = C, G2 = (Λ W) γ Wᵀ
     C2 = rng.standard_normal((n, m))
-    F2 = solve_stein_eig(C2, K, (g, gam), Lam @ Wm, Wm.T, side="left")
+    F2 = KroneckerEigenbasis(Eigenbasis.gram(F0, W), Eigenbasis.pencil(M, Lam, "A B^-1")).solve_stein(C2)
     brute2 = np.linalg.solve(np.eye(m * n) - np.kron(P, G2.T), C2.ravel()).reshape(n, m)
     np.testing.assert_allclose(F2, brute2, atol=1e-9)
 

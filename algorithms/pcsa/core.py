@@ -5,43 +5,18 @@ unit Gaussian latent columns, E ~ N(0, 1/τ). Priors (eq. 2): ARD Normal–Gamma
 Gamma(τ); or (§3.2) Normal–Jeffreys columns (variances α point-estimated). Mean-field posteriors
 (eqs. 3–4) are updated by coordinate ascent (eqs. 5–7). The coupled (Ȳ, Z̄) and (Ā, B̄) updates are
 the Stein/Sylvester equation of eq. (6), F − L F R = C, solved exactly in the eigenbases of L and R
-(a diagonal division, like ``malt.linalg.solve_sylvester_eig``); missing entries are refilled with
+(a diagonal division: ``malt.eigenbasis.KroneckerEigenbasis.solve_stein`` with the low-rank projection
+as an ``Eigenbasis.gram`` factor and the small d × d one as an ``Eigenbasis.pencil``); missing entries are refilled with
 the posterior mean A Ȳ + Z̄ᵀB̄ᵀ each iteration (§3.1), which also maximises the bound.
 """
 from __future__ import annotations
 
 import numpy as np
-from scipy import linalg as sla
 from scipy.special import digamma, gammaln
 
+from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
+
 PRIOR = 1e-3  # vague Gamma(1e-3, 1e-3) for τ, ς, φ (paper §2.2)
-
-
-def solve_stein_eig(C, K, g, T, Tinv, side="left"):
-    """Solve F − P F G = C (side='left') or F − G F P = C (side='right') via eigenbases (eq. 6).
-
-    P = K diag(g_K) Kᵀ is a big symmetric low-rank matrix given as ``K`` (n×r, orthonormal
-    columns) with eigenvalues in ``g[0]``; G = T diag(g[1]) Tinv is the small matrix. In these
-    bases the equation is elementwise: F̃ = C̃ / (1 − g_K ⊗ g_G); the complement of span(K) has
-    eigenvalue 0 and is copied from C.
-    """
-    gK, gG = g
-    if side == "left":           # F − P F G = C, F (n×m), G (m×m)
-        Ct = C @ T
-        core = K.T @ Ct
-        Ft = Ct + K @ (core * (1.0 / (1.0 - gK[:, None] * gG[None, :]) - 1.0))
-        return Ft @ Tinv
-    Ct = Tinv @ C                # F − G F P = C, F (m×n)
-    core = Ct @ K
-    Ft = Ct + (core * (1.0 / (1.0 - gG[:, None] * gK[None, :]) - 1.0)) @ K.T
-    return T @ Ft
-
-
-def _lowrank_sym(F, W):
-    """Eigen-pairs of P = Fᵀ W F (W small SPD): returns (K orthonormal, eigenvalues)."""
-    L = np.linalg.cholesky(W)
-    U, s, Vt = np.linalg.svd(L.T @ F, full_matrices=False)
-    return Vt.T, s ** 2
 
 
 def _gamma_kl_terms(u0, v0, u, v):
@@ -105,12 +80,12 @@ def pcsa_fit(X, mask=None, *, d1=20, d2=20, prior="ard", max_iter=200, tol=1e-6,
         SA = np.linalg.inv(cY * np.eye(d1) + tau * AtA)
         SB = np.linalg.inv(cZ * np.eye(d2) + tau * BtB)
         # Z − (τ S_B BᵀB) Z P = τ S_B Bᵀ Xᵀ (I − P),  P = τ A S_A Aᵀ
-        KA, gA = _lowrank_sym(A.T, tau * SA)
+        P = Eigenbasis.gram(A.T, tau * SA)                  # P = τ A S_A Aᵀ (D1 × D1, rank ≤ d1)
         Lam = cZ * np.eye(d2) + tau * BtB                   # S_B⁻¹
-        gam, W = sla.eigh(tau * BtB, Lam)                    # G = Λ⁻¹ τBᵀB = W diag(γ) WᵀΛ
-        XtK = Xt.T @ KA
-        C = tau * SB @ (B.T @ (Xt.T - XtK @ (gA[:, None] * KA.T)))
-        Z = solve_stein_eig(C, KA, (gA, gam), W, W.T @ Lam, side="right")
+        G = Eigenbasis.pencil(tau * BtB, Lam, "B^-1 A")     # G = Λ⁻¹ τBᵀB = W diag(γ) WᵀΛ
+        KA, gA = P.vectors, P.values
+        C = tau * SB @ (B.T @ (Xt.T - (Xt.T @ KA) @ (gA[:, None] * KA.T)))
+        Z = KroneckerEigenbasis(G, P).solve_stein(C)
         Y = tau * SA @ (A.T @ (Xt - Z.T @ B.T))
         SigY, SigZ = SA, SB
         KY = Y @ Y.T + D2 * SigY; KZ = Z @ Z.T + D1 * SigZ
@@ -118,12 +93,13 @@ def pcsa_fit(X, mask=None, *, d1=20, d2=20, prior="ard", max_iter=200, tol=1e-6,
         LamA = tau * KY + np.diag(s_mean); LamB = tau * KZ + np.diag(f_mean)
         psiA = d1 / np.trace(LamA); psiB = d2 / np.trace(LamB)
         SY = np.linalg.inv(LamA)
-        KYv, gY = _lowrank_sym(Y, tau * SY)                 # P_Y = τ Yᵀ S_Y Y
-        gamB, WB = sla.eigh(tau * (Z @ Z.T), LamB)          # G = τ Z Zᵀ Λ_B⁻¹ = (Λ_B W) γ Wᵀ
+        PY = Eigenbasis.gram(Y, tau * SY)                   # P_Y = τ Yᵀ S_Y Y (D2 × D2, rank ≤ d1)
+        GB = Eigenbasis.pencil(tau * (Z @ Z.T), LamB, "A B^-1")  # G = τ Z Zᵀ Λ_B⁻¹ = (Λ_B W) γ Wᵀ
         # B − P_Y B G = τ (I − P_Y) Xᵀ Zᵀ Λ_B⁻¹
+        KYv, gY = PY.vectors, PY.values
         XZ = Xt.T @ Z.T
-        C = tau * (XZ - KYv @ (gY[:, None] * (KYv.T @ XZ))) @ np.linalg.inv(LamB)
-        B = solve_stein_eig(C, KYv, (gY, gamB), LamB @ WB, WB.T, side="left")
+        C = tau * np.linalg.solve(LamB, (XZ - KYv @ (gY[:, None] * (KYv.T @ XZ))).T).T
+        B = KroneckerEigenbasis(PY, GB).solve_stein(C)
         A = tau * (Xt - Z.T @ B.T) @ Y.T @ SY
         AtA = A.T @ A; BtB = B.T @ B
         # ---- hyper-parameters ----

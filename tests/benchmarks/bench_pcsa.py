@@ -6,7 +6,7 @@ Here: one split per proportion 0.10, 0.15, ..., 0.50 (the paper's grid), every a
 seconds of ``run`` (the registered algorithm, defaults), error rate, and peak traced memory.
 Same-run reference for the numeric core (issue 18): the coupled update of eq. 6, Z − G Z P = C with
 P = τ A S_A Aᵀ (D1 × D1) and G = Λ⁻¹ τ BᵀB (d2 × d2), solved by our eigenbasis solve
-(``solve_stein_eig``, including building both eigenbases) and by SciPy's Bartels–Stewart
+(``KroneckerEigenbasis.solve_stein``, including building both eigenbases) and by SciPy's Bartels–Stewart
 ``solve_sylvester`` on the equivalent G⁻¹Z − Z P = G⁻¹C (dense D1 × D1 Schur form), on the same
 inputs at D1 = 174 (CAL500 after the D1 ≤ D2 transpose) and 593; the two solutions agree to 1e-8.
 Run: ``python tests/benchmarks/bench_pcsa.py [emotions CAL500]``.
@@ -62,7 +62,7 @@ def stein_reference(D1s=(174, 593), d=20, reps=3):
     """Eq. 6's Stein solve: ours (eigenbases, O(D1 d² + d³)) vs Bartels–Stewart (O(D1³)), same inputs."""
     from scipy import linalg as sla
 
-    from malt.algorithms.pcsa.core import _lowrank_sym, solve_stein_eig
+    from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
     rng = np.random.default_rng(0)
     print("eq. 6 Stein solve Z − G Z P = C (Z: d2 × D1), seconds per solve, same inputs")
     for D1 in D1s:
@@ -73,9 +73,9 @@ def stein_reference(D1s=(174, 593), d=20, reps=3):
         C = rng.standard_normal((d, D1))
 
         def ours():
-            KA, gA = _lowrank_sym(A.T, tau * SA)
-            gam, W = sla.eigh(tau * B.T @ B, Lam)
-            return solve_stein_eig(C, KA, (gA, gam), W, W.T @ Lam, side="right")
+            P = Eigenbasis.gram(A.T, tau * SA)
+            G = Eigenbasis.pencil(tau * B.T @ B, Lam, "B^-1 A")
+            return KroneckerEigenbasis(G, P).solve_stein(C)
 
         def reference():
             P = tau * A @ SA @ A.T
