@@ -110,13 +110,6 @@ def add_jitter(K: np.ndarray, jitter: float = JITTER) -> np.ndarray:
     return K
 
 
-def sym_eigh(K: np.ndarray, floor: float = 0.0):
-    """Eigendecomposition of a symmetric matrix (symmetrised first), eigenvalues floored at ``floor``."""
-    K = 0.5 * (K + K.T)
-    d, U = np.linalg.eigh(K)
-    return np.maximum(d, floor), U
-
-
 def batched_cholesky_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
     """Solve (L Lᵀ) x = b for a stack of lower Cholesky factors: L (n, k, k), B (n, k) → (n, k).
 

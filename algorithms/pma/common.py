@@ -150,7 +150,8 @@ def second_moments_eig(M: np.ndarray, observed: np.ndarray, axis: int, jitter: f
     if axis == 1:
         X0, O = X0.T, O.T
     S = X0.T @ X0 / np.maximum(O.T @ O, 1.0)
-    d, U = linalg.sym_eigh(S, floor=0.0)
+    moments = Eigenbasis.symmetric(S, floor_rel=0.0, check_psd=False)  # d⁺ = max(d, 0): the PSD projection
+    d, U = moments.values, moments.vectors
     if not np.any(d > 0):
         d, U = np.full(S.shape[0], max(float(np.mean(X0 ** 2)), 1e-3)), np.eye(S.shape[0])
     K = linalg.add_jitter((U * d) @ U.T, max(jitter, 1e-10))
