@@ -175,7 +175,8 @@ def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str |
     packed = None
     start, cpu = time.perf_counter(), time.process_time()
     try:
-        with warnings.catch_warnings(record=True) as caught, provenance.blas_threads(threads or algo.blas_threads, jobs):
+        with (warnings.catch_warnings(record=True) as caught,
+              provenance.blas_threads(threads or algo.blas_threads, jobs)):
             warnings.simplefilter("always")
             split = task.split(dataset, options, unit.fold)
             ctx = Context(task.features(dataset), data_key=dataset.hash, seed=unit.seed, cache=cache,

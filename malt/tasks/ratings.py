@@ -5,15 +5,14 @@ Each run draws a fresh random split of the observed ratings. With ``new_rows=Fal
 predicted; with ``new_rows=True`` whole rows (new users) are held out (``1 - train_fraction`` of the
 rows) and all their ratings are predicted from side information only.
 
-Metrics: RMSE and MAE at the test entries; precision@k and recall@k per test row, averaged over test
-rows with at least one relevant test rating (relevant = rating > ``relevant``; by default one below the
-top of the dataset's scale — its 99.9th percentile rating, which ignores a few out-of-scale entries
-such as FilmTrust's three ratings above 4 — so "> 4" on a 1–5 scale and "> 3" on FilmTrust's 0.5–4). RMSE and MAE score
-the estimates clipped to the range of the training ratings, for every algorithm alike (as Surprise
-clips to the rating scale): a model is not charged for an estimate outside the scale that any user of
-it would clip. The candidates of a
-row are every column it did not rate in training — the same set for every algorithm (the paper's
-protocol), so a column of a results table means one thing.
+Metrics: RMSE and MAE at the test entries, of the estimates clipped to the range of the training
+ratings for every algorithm alike (as Surprise clips to the rating scale: no model is charged for an
+estimate off the scale that any user of it would clip); precision@k and recall@k per test row,
+averaged over test rows with at least one relevant test rating (relevant = rating > ``relevant``; by
+default one below the top of the dataset's scale, its 99.9th percentile rating, which ignores a few
+out-of-scale entries such as FilmTrust's three ratings above 4: "> 4" on a 1–5 scale, "> 3" on
+FilmTrust's 0.5–4). The candidates of a row are every column it did not rate in training — the same
+set for every algorithm (the paper's protocol), so a column of a results table means one thing.
 
 What an algorithm returns: ``Prediction.values`` (n_test,) estimates at (test_rows, test_cols), and
 ``Prediction.scores``, a dense array of shape (len(np.unique(test_rows)), n_cols) whose i-th row
@@ -41,6 +40,8 @@ if TYPE_CHECKING:
 
 STORED_TOP = 100
 """Candidates kept per test row (at least k): rescoring with any k up to this needs no refit."""
+BLOCK_ROWS = 256
+"""Test rows ranked at once by `top_candidates` (its working memory: a few copies of a block)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,9 +78,6 @@ def top_candidates(train: "sp.spmatrix", rows: np.ndarray, scores: np.ndarray, l
         tiebreak = rng.random(S.shape)
         top[start:stop] = np.lexsort((tiebreak, -S), axis=1)[:, :top.shape[1]]
     return top
-
-
-BLOCK_ROWS = 256
 
 
 def scale_top(ratings: np.ndarray) -> float:
