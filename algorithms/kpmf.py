@@ -32,8 +32,9 @@ class KPMF(Algorithm):
     name = "kpmf"
     tasks = frozenset({"ratings"})
     Params = KPMFParams
-    version = "7"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
-    # v7: symmetric covariance root, warm starts along the σ² grid, ftol 1e-6 (algorithms/mvgp)
+    version = "8"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
+    # v7: symmetric covariance root, warm starts along the σ² grid, ftol 1e-6 (algorithms/mvgp);
+    # v8: `converged` is the solver's own test (was: rank growth, never set at a fixed rank)
 
     def run(self, split, params, ctx):
         return predict_split(split, params, ctx, lam=1.0, frob=0.0, fixed_rank=params.rank)

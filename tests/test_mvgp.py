@@ -1,6 +1,7 @@
 """Con-MV-GP (Koyejo, Lee & Ghosh 2014): factored eq. 11 vs a direct convex solve, λ = 0 vs the
 closed-form Kronecker GP posterior mean, monotone objective, new-row prediction, ratings task."""
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
 from malt.algorithms.mvgp import diffusion_sqrt, fit_mvgp, objective
@@ -91,7 +92,7 @@ def test_refinement_decreases_objective():
     rng = np.random.default_rng(0)
     U, V = rng.standard_normal((10, 3)), rng.standard_normal((8, 3))
     f0 = objective(U, V, GM, GN, tr.row, tr.col, tr.data, 0.5, 1.0)
-    U2, V2, f1 = _refine(U, V, GM, GN, tr.row, tr.col, tr.data, 0.5, 1.0, 1.0, tr.shape, 50)
+    U2, V2, f1, _ = _refine(U, V, GM, GN, tr.row, tr.col, tr.data, 0.5, 1.0, 1.0, tr.shape, 50)
     assert f1 < f0 and np.isclose(f1, objective(U2, V2, GM, GN, tr.row, tr.col, tr.data, 0.5, 1.0))
 
 
@@ -226,3 +227,18 @@ def test_side_graph_datasets_load(tmp_path):
     ic = entry("yamanishi-ic").loader(roots)
     assert ic["ratings"].shape == (204, 210) and int((ic["ratings"].data == 2).sum()) == 1476
     assert (ic["row_graph"] != ic["row_graph"].T).nnz == 0 and ic["col_graph"].shape == (210, 210)
+
+
+@pytest.mark.timeout(60)
+def test_convergence_flags_say_what_stopped_the_solver():
+    """At the optimum of eq. 11 rank growth stops by its own condition and L-BFGS by its tolerance; a
+    rank cap below the optimum's rank, or an iteration cap, is reported as such (issue 23: every run
+    said "not converged", because hitting the rank cap was reported as not converging)."""
+    GM, GN, mask, Y = _problem()
+    tr = sp.coo_matrix((Y[mask], np.nonzero(mask)), shape=Y.shape)
+    free = fit_mvgp(tr, GM, GN, sigma2=0.5, lam=0.3)
+    assert free["converged"] and free["solver_converged"] and not free["rank_capped"] and free["rank"] >= 2
+    capped = fit_mvgp(tr, GM, GN, sigma2=0.5, lam=0.3, max_rank=1)
+    assert capped["rank_capped"] and not capped["converged"] and capped["rank"] == 1
+    cut = fit_mvgp(tr, GM, GN, sigma2=0.5, lam=0.3, maxiter=2, grow_iter=1)
+    assert not cut["solver_converged"]

@@ -124,14 +124,16 @@ def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None):
               + off.at(split.test_rows, split.test_cols))
     urows = np.unique(split.test_rows)
     diagnostics.update({"rank": f["rank"], "objective": f["objective"][-1], "lambda": f["lam"],
-                        "sigma2": f["sigma2"], "null_edge": f["edge"], "converged": bool(f["converged"])})
+                        "sigma2": f["sigma2"], "null_edge": f["edge"], "converged": bool(f["solver_converged"]),
+                        "rank_capped": bool(f["rank_capped"])})
     if params.ranking == "zero-filled":
         ctx.progress(0.9, "ranking fit")
         g = fit_zero_filled(train, GM, GN, lam=lam, frob=frob, fixed_rank=fixed_rank, weight=params.unrated_weight,
                             threshold=params.rank_threshold, max_rank=params.max_rank, grow_block=params.grow_block)
         scores = g["Z"][urows] @ g["W"].T
         diagnostics.update({"ranking_rank": g["rank"], "ranking_tau": g["tau"],
-                            "ranking_converged": bool(g["converged"])})
+                            "ranking_converged": bool(g["solver_converged"]),
+                            "ranking_rank_capped": bool(g["rank_capped"])})
     else:
         scores = f["Z"][urows] @ f["W"].T + off.mu + off.user[urows][:, None] + off.item[None, :]
     return Prediction(values=values, scores=scores, diagnostics=diagnostics)
@@ -265,9 +267,9 @@ class MVGP(Algorithm):
     name = "mvgp"
     tasks = frozenset({"ratings"})
     Params = MVGPParams
-    version = "9"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: its own σ² grid; v7: ranking
+    version = "10"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: its own σ² grid; v7: ranking
     # fit, block top-singular solver, grow_block 10; v8: symmetric root, warm starts, ftol 1e-6; v9: rank by
-    # inner CV (max_rank_grid)
+    # inner CV (max_rank_grid); v10: `converged` is the solver's own test (was: rank growth)
 
     def run(self, split, params, ctx):
         return predict_split(split, params, ctx, lam=0.0, frob=1.0)
@@ -279,8 +281,8 @@ class TraceGP(Algorithm):
     name = "trace-gp"
     tasks = frozenset({"ratings"})
     Params = TraceGPParams
-    version = "7"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
-    # v7: symmetric root, warm starts, ftol 1e-6
+    version = "8"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
+    # v7: symmetric root, warm starts, ftol 1e-6; v8: `converged` is the solver's own test (was: rank growth)
 
     def run(self, split, params, ctx):
         return predict_split(split, params, ctx, lam=params.lam, frob=0.0)
@@ -292,8 +294,8 @@ class ConMVGP(Algorithm):
     name = "con-mvgp"
     tasks = frozenset({"ratings"})
     Params = ConMVGPParams
-    version = "7"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
-    # v7: symmetric root, warm starts, ftol 1e-6
+    version = "8"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
+    # v7: symmetric root, warm starts, ftol 1e-6; v8: `converged` is the solver's own test (was: rank growth)
 
     def run(self, split, params, ctx):
         return predict_split(split, params, ctx, lam=params.lam, frob=1.0)

@@ -243,7 +243,8 @@ def _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter, ftol
 
     res = minimize(fg, np.concatenate([U.ravel(), V.ravel()]), jac=True, method="L-BFGS-B",
                    options={"maxiter": maxiter, "gtol": 1e-9, "ftol": ftol})
-    return res.x[:M * r_].reshape(M, r_), res.x[M * r_:].reshape(N, r_), float(res.fun)
+    # res.success: L-BFGS met its tolerance (False: the iteration cap stopped it)
+    return res.x[:M * r_].reshape(M, r_), res.x[M * r_:].reshape(N, r_), float(res.fun), bool(res.success)
 
 
 def smooth_gradient_top(U, V, GM, GN, rows, cols, y, sigma2, frob, shape, bshape=None, k=1, unrated=0.0):
@@ -357,7 +358,10 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
     ``fixed_rank``, random) factors; growth then continues from their rank (cut to ``max_rank`` by
     :func:`truncate_factors` if larger).
     GM, GN : None (identity), a dense square root (M, p) or a root operator (:class:`DiffusionRoot`).
-    Returns dict with Z, W, U, V, objective trace, rank, converged flag.
+    Returns dict with Z, W, U, V, objective trace, rank and three flags: ``converged`` (rank growth
+    stopped by eq. 10's optimality condition or a stalled objective), ``rank_capped`` (growth stopped
+    at ``max_rank`` with the condition still unmet: the optimum under that rank cap, not of eq. 11)
+    and ``solver_converged`` (the final L-BFGS refinement met its tolerance, not its iteration cap).
     """
     rng = np.random.default_rng(0) if rng is None else rng
     train = sp.coo_matrix(train)
@@ -366,14 +370,15 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
     M = shape[0] if GM is None else GM.shape[1]
     N = shape[1] if GN is None else GN.shape[1]
     bshape = (M, N)
-    trace, converged = [], False
+    trace, converged, solved = [], False, True
     if fixed_rank is not None:
         if init is None:
             U = 0.1 * rng.standard_normal((M, fixed_rank))
             V = 0.1 * rng.standard_normal((N, fixed_rank))
         else:
             U, V = init
-        U, V, f = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter * 5, ftol, unrated)
+        U, V, f, solved = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter * 5, ftol,
+                                  unrated)
         trace.append(f)
     else:
         U, V = (np.zeros((M, 0)), np.zeros((N, 0))) if init is None else truncate_factors(*init, max_rank)
@@ -390,7 +395,8 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
             step = np.sqrt(np.maximum(s[keep] - lam, 1e-12) / np.maximum(1.0, s[keep]))
             U = np.column_stack([U, -step * u[:, keep]])
             V = np.column_stack([V, step * v[:, keep]])
-            U, V, f = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, grow_iter, ftol, unrated)
+            U, V, f, solved = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, grow_iter, ftol,
+                                      unrated)
             trace.append(f)
             if trace[-2] - trace[-1] <= tol * abs(trace[-2]):
                 converged = True
@@ -398,11 +404,13 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
         if U.shape[1] == 0:
             U, V = np.zeros((M, 1)), np.zeros((N, 1))
         elif maxiter > grow_iter:
-            U, V, f = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter, ftol, unrated)
+            U, V, f, solved = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter, ftol, unrated)
             trace.append(f)
     Z = U if GM is None else GM @ U
     W = V if GN is None else GN @ V
-    return {"Z": Z, "W": W, "U": U, "V": V, "objective": trace, "rank": U.shape[1], "converged": converged}
+    return {"Z": Z, "W": W, "U": U, "V": V, "objective": trace, "rank": U.shape[1], "converged": converged,
+            "rank_capped": fixed_rank is None and not converged and U.shape[1] >= max_rank,
+            "solver_converged": solved}
 
 
 def null_edge(train: sp.coo_matrix, GM=None, GN=None, seed: int = 0) -> float:
