@@ -4,8 +4,9 @@
 
 One split of malt's ratings task (train_fraction 0.7, fold 0), every algorithm at its defaults on
 that split (self-tuning ones include their inner CV), one after the other in this process. Printed:
-wall and CPU seconds of ``run`` (CPU is the honest figure on a shared machine: wall time grows with
-the load; BLAS runs one thread in the families that pin it), the ratio to biased-mf's CPU seconds,
+wall and CPU seconds of ``run`` at the BLAS threads `malt cv` would give the unit (the idle cores, or
+the algorithm's declared ``blas_threads``; CPU is the honest figure on a shared machine: wall time
+grows with the load), the ratio to biased-mf's CPU seconds,
 peak traced memory against the users × items float matrix (7.6 MiB for 943 × 1682 doubles), and the
 test RMSE as a check that the fit is the real one.
 Run: ``python tests/benchmarks/bench_ratings.py [algo ...]``.
@@ -22,6 +23,7 @@ import numpy as np
 
 os.environ.setdefault("MALT_DATA", str(Path(__file__).resolve().parents[3] / "shared" / "datasets"))
 
+from malt import provenance  # noqa: E402
 from malt.context import Context  # noqa: E402
 from malt.datasets.catalogue import DataRoots, entry  # noqa: E402
 from malt.registry import get  # noqa: E402
@@ -39,7 +41,8 @@ def main(names):
     n, m = split.train.shape
     dense_mib = n * m * 8 / 2**20
     print(f"MovieLens-100K {n} × {m}, {split.train.nnz} training ratings, {split.test_rows.size} test; "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, BLAS threads per unit "
+          f"{provenance.default_threads()} unless the algorithm declares its own")
     print(f"{'algorithm':12s} {'wall s':>8s} {'CPU s':>8s} {'CPU / biased-mf':>16s} {'goal s':>7s} "
           f"{'peak MiB':>9s} {'peak / (n·m·8)':>15s} {'RMSE':>7s}")
     ref = None
@@ -48,7 +51,8 @@ def main(names):
         ctx = Context(None, data_key=data.hash, seed=0, dataset=data)
         tracemalloc.start()
         wall, cpu = time.perf_counter(), time.process_time()
-        pred = algo.run(split, algo.Params(), ctx)
+        with provenance.blas_threads(algo.blas_threads):  # the threads `malt cv` would give the unit
+            pred = algo.run(split, algo.Params(), ctx)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         peak = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
