@@ -1,6 +1,7 @@
 """Thesis cells (Figures 3.4-3.6, UCI rows) beside ours from a malt repository.
 
-usage: cells.py REPO FIG [--dataset-as THESIS=OURS ...] [--seed S] [--display-suffix S] [--variants]
+usage: glp_cells.py REPO FIG [--dataset-as THESIS=OURS ...] [--seed S] [--params P] [--variants] [--seeds]
+(FIG = 3.4, 3.5 or 3.6; reads the repository and malt/published/glp.csv; figures.d/ch3-glp-cells.md)
 Ours = mean ± std over the five folds of one experiment (seed 0 unless --seed); inside = |ours - thesis| <= 2 thesis std.
 """
 import argparse
@@ -28,7 +29,7 @@ uci = ["hepatitis", "breast-cancer", "wine", "iris", "glass", "pima", "usps-1234
 ref = ref[ref["dataset"].isin(uci)]
 hdr = "| thesis row | method | ours | thesis | gap / thesis std | inside | majority baseline |"
 if a.seeds:
-    hdr = hdr[:-1] + " five-fold means over seeds (min – max) | seeds inside |"
+    hdr += " five-fold means over seeds (min – max) | seeds inside |"
 print(hdr); print("|" + "---|" * (hdr.count("|") - 1))
 count = {True: 0, False: 0}
 for _, r in ref.iterrows():
