@@ -391,3 +391,17 @@ def test_multigrid_cg_converges_on_a_path_graph_where_jacobi_cg_stalls():
     assert mg.iterations < 100
     with pytest.raises(solvers.SolveError, match="did not reach relative residual"):
         solvers.ConjugateGradients(A, solvers.Jacobi(A), maxiter=200).solve(B)
+
+
+def test_majority_baseline_predicts_the_most_frequent_labelled_class_everywhere():
+    """Hand-computed: labelled classes (2, 0, 2, 1, 2) -> class 2 (3 of 5) for all 8 points; the
+    held-out points (classes 0, 0, 2) are then 2 of 3 wrong. A tie (one 0, one 1) goes to class 0."""
+    X = np.zeros((8, 2))
+    y_split = np.array([2, 0, 2, 1, 2, -1, -1, -1])
+    algo = registry.get("majority")()
+    pred = algo.run(SemiSupervisedSplit(X, y_split, 3, np.array([5, 6, 7])), algo.Params(), Context.for_arrays(X))
+    assert pred.labels.tolist() == [2] * 8
+    assert np.mean(pred.labels[[5, 6, 7]] != np.array([0, 0, 2])) == pytest.approx(2 / 3)
+    tie = algo.run(SemiSupervisedSplit(X, np.array([1, 0, -1, -1, -1, -1, -1, -1]), 3, np.arange(2, 8)),
+                   algo.Params(), Context.for_arrays(X))
+    assert tie.labels.tolist() == [0] * 8
