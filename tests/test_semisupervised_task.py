@@ -102,3 +102,15 @@ def test_published_semisupervised_rows_name_registered_datasets_and_algorithms()
         assert len(rows) == 98 and set(rows.setting) == {f"labeled={labeled}"}
     fig34 = ref[(ref.source == "Agovic 2011, Figure 3.4") & (ref.dataset != "usps")]
     assert len(fig34) == 98 and {"different100", "same1000", "usps-1234"} <= set(fig34.dataset)
+
+
+@pytest.mark.timeout(30)
+def test_stratified_labelled_points_follow_the_class_shares():
+    """Hand-computed: 60 / 30 / 10 points of three classes and ℓ = 7 → quotas 4.2 / 2.1 / 0.7, floors
+    4 / 2 / 0, the one left over to the largest remainder (class 2): 4 / 2 / 1."""
+    from malt.tasks.semisupervised import stratified_points
+
+    y = np.repeat([0, 1, 2], [60, 30, 10])
+    pool = np.arange(100)
+    lab = stratified_points(pool, y, 7, np.random.default_rng(0))
+    assert np.bincount(y[lab], minlength=3).tolist() == [4, 2, 1] and len(set(lab)) == 7
