@@ -25,7 +25,7 @@ f = f[(f["task"] == "semisupervised") & (f["task.labeled"].astype(int) == labele
       & (f["task.folds"].astype(int) == 5)]
 ref = published()
 ref = ref[ref["source"] == f"Agovic 2011, Figure {a.fig}"]
-uci = ["hepatitis", "breast-cancer", "wine", "iris", "glass", "pima", "usps-1234", "letter-ef"]
+uci = ["hepatitis", "sklearn-breast-cancer", "wine", "iris", "glass", "pima", "usps-1234", "letter-ef"]
 ref = ref[ref["dataset"].isin(uci)]
 hdr = "| thesis row | method | ours | thesis | gap / thesis std | inside | majority baseline |"
 if a.seeds:
