@@ -387,19 +387,22 @@ def _results(plan: Plan, todo: list[Unit], cache_path: str | None, jobs: int, sc
     if scheduler:
         yield from _dask_results(plan, todo, cache_path, scheduler, threads)
         return
-    if not todo:
+    if jobs == 1:
+        for unit in todo:
+            yield run_unit(plan.dataset, *args, unit, cache_path, threads, progress.unit_progress)
         return
     # the first units run here and say what a unit costs (the first alone also pays warm-up: imports,
-    # first reads); workers start only if they pay
-    seconds = float("inf")
-    for unit in todo[:2]:
+    # first reads, so a cheap one is sampled twice); workers start only if they pay
+    start_cost = WORKER_START_SECONDS["fork" if _can_fork() else "loky"]
+    seconds, sampled = float("inf"), 0
+    while sampled < min(2, len(todo)) and (sampled == 0 or seconds < start_cost):
         start = time.perf_counter()
-        yield run_unit(plan.dataset, *args, unit, cache_path, threads, progress.unit_progress)
+        yield run_unit(plan.dataset, *args, todo[sampled], cache_path, threads, progress.unit_progress)
         seconds = min(seconds, time.perf_counter() - start)
-    rest = todo[2:]
-    serial = seconds * len(rest)
+        sampled += 1
+    rest = todo[sampled:]
     fork = _can_fork()
-    if jobs == 1 or serial < 2 * WORKER_START_SECONDS["fork" if fork else "loky"]:
+    if seconds * len(rest) < 2 * WORKER_START_SECONDS["fork" if fork else "loky"]:
         for unit in rest:
             yield run_unit(plan.dataset, *args, unit, cache_path, threads, progress.unit_progress)
         return

@@ -215,3 +215,20 @@ def api_cv(algorithm, repo):
     from malt import api
 
     return api.cv(algorithm, "synthetic-multilabel", repo=repo, folds=2).experiment
+
+
+@pytest.mark.timeout(120)
+def test_jobs_sample_a_costly_first_unit_once_then_share_the_rest(tmp_path, counter):
+    """A unit that costs more than starting the workers is not sampled twice in the driver: after the
+    first, every remaining unit runs on the workers (so with --jobs 2 three such units take two
+    rounds, not three); a cheap first unit is sampled twice (its first run pays warm-up)."""
+    import os
+
+    def driver_units(path, sleep):
+        exp, counts = _run(path, params={"sleep": sleep}, jobs=2, folds=3)
+        assert counts["ran"] == 3
+        records, _, _ = Repository(path).experiment(exp).read_log()
+        return sum(r["pid"] == os.getpid() for r in records.values())
+
+    assert driver_units(tmp_path / "costly", 3 * engine.WORKER_START_SECONDS["fork"]) == 1
+    assert driver_units(tmp_path / "cheap", 0.0) == 3  # all in process: workers would not pay
