@@ -255,6 +255,12 @@ def convergence(trace: dict[str, list], burn_in: int) -> dict[str, dict[str, flo
                    "ess": effective_sample_size(np.asarray(trace[name][burn_in:]))} for name in MONITORED}
 
 
+def _flat_convergence(diag) -> dict[str, float]:
+    """``rhat_<scalar>`` and ``ess_<scalar>`` as flat numbers: the diagnostics table keeps scalars only."""
+    return {f"{stat}_{name}": round(float(value), 4) for stat in ("rhat", "ess")
+            for name, value in diag[stat].items()}
+
+
 def run_icca(A, missing, *, alpha, rng, max_sweeps=1000, min_sweeps=200, check_every=50, target_rhat=1.05,
              min_ess=50.0, K_init=1, psi_init=1.0, hold_psi=0, callback=None, progress=None):
     """Run the chain on data A (N, D) with the ``missing`` entries imputed each sweep, until it has
@@ -427,7 +433,7 @@ class ICCA(Algorithm):
             "converged": diag["converged"], "samples_averaged": len(kept),
             "rhat": {k: round(v, 4) for k, v in diag["rhat"].items()},
             "ess": {k: round(v, 1) for k, v in diag["ess"].items()},
-            "seconds_per_sweep": seconds / diag["sweeps"]})
+            **_flat_convergence(diag), "seconds_per_sweep": seconds / diag["sweeps"]})
 
     @staticmethod
     def recover(split, params, ctx) -> Prediction:

@@ -125,7 +125,7 @@ def test_multilabel_models_1_and_2_beat_the_label_prior():
         assert d["K"] >= 1 and 0 <= d["sparsity"] < 1
         assert 100 <= d["sweeps"] <= 300 and d["samples_averaged"] >= 5
         assert set(d["rhat"]) == set(d["ess"]) == {"log_likelihood", "K", "sigma_v2", "mean_log_psi"}
-        assert 0.5 < d["train_f1_micro"] <= 1
+        assert 0.5 < d["train_f1_micro"] <= 1 and d["rhat_K"] == d["rhat"]["K"]
 
 
 def test_an_unconverged_chain_says_so():
