@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from malt import linalg
-from malt.algorithms.subspace_svm import _micro_f1, label_svms
+from malt.algorithms.subspace_svm import label_svms, micro_f1_known
 from malt.context import to_dense
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
@@ -344,7 +344,7 @@ class ICCAParams(Params):
     label_scale: float = param(1.0, "labels coded ±label_scale before joining the standardised features",
                                Interval(0, None, "neither"))
     predictor: str = param("svm", "task parameters: 'svm' = one linear SVM per label learned in the latent "
-                           "subspace (§4.1; Model-2 trains and predicts on the sampled Z of §4.2), scores "
+                           "subspace (§4.1; Model-2's features: svm_features), scores "
                            "averaged over every `thin`-th sample after burn-in; 'gaussian' = the model's own "
                            "label loadings W_y E[z], averaged over every sample", Options("svm", "gaussian"))
     svm_features: str = param("sampled", "with predictor=svm and semi_supervised: the SVMs' features. 'sampled' = "
@@ -408,7 +408,7 @@ class ICCA(Algorithm):
                 else:  # §4.1: the subspace of X alone, E[z | x], for training and test rows alike
                     Z_tr, Z_te = (latent_mean(Xs, W[:d1], st.psi[:d1]) for Xs in (Xtr, Xte))
                 theta, bias = label_svms(Z_tr, Ylab, params.C)
-                train_fit.append((t, _micro_f1(Ylab, Z_tr @ theta + bias)))
+                train_fit.append((t, micro_f1_known(Ylab, Z_tr @ theta + bias)))
                 s = Z_te @ theta + bias
             else:
                 return

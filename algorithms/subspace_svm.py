@@ -97,7 +97,8 @@ def label_svms(Ztr: np.ndarray, Ytr: np.ndarray, C: float):
     return theta, bias
 
 
-def _micro_f1(Y: np.ndarray, P: np.ndarray) -> float:
+def micro_f1_known(Y: np.ndarray, P: np.ndarray) -> float:
+    """Micro-F1 of decisions P > 0 against labels Y > ½ over the known (non-NaN) entries of Y."""
     known = ~np.isnan(Y)
     y, p = Y[known] > 0.5, P[known] > 0
     tp = np.sum(y & p)
@@ -123,7 +124,7 @@ def choose_k(params, Xtr, Ytr, Xte, projector, kmax, ctx):
 
     def evaluate(option, train, val):
         S = fit_subspace_predict(Xtr[train], Ytr[train], np.vstack([Xtr[val], Xte]), projector, option.k, option.C)
-        return _micro_f1(Ytr[val], S[: val.size])
+        return micro_f1_known(Ytr[val], S[: val.size])
 
     choice = select(candidates(params, {"k": grid}), evaluate, ids, better="higher",
                     progress=lambda f: ctx.progress(0.9 * f, "inner CV over K"))
