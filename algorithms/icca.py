@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from malt import linalg
-from malt.algorithms.subspace_svm import label_svms
+from malt.algorithms.subspace_svm import label_svms, micro_f1_known
 from malt.context import to_dense
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
@@ -255,6 +255,12 @@ def convergence(trace: dict[str, list], burn_in: int) -> dict[str, dict[str, flo
                    "ess": effective_sample_size(np.asarray(trace[name][burn_in:]))} for name in MONITORED}
 
 
+def _flat_convergence(diag) -> dict[str, float]:
+    """``rhat_<scalar>`` and ``ess_<scalar>`` as flat numbers: the diagnostics table keeps scalars only."""
+    return {f"{stat}_{name}": round(float(value), 4) for stat in ("rhat", "ess")
+            for name, value in diag[stat].items()}
+
+
 def run_icca(A, missing, *, alpha, rng, max_sweeps=1000, min_sweeps=200, check_every=50, target_rhat=1.05,
              min_ess=50.0, K_init=1, psi_init=1.0, hold_psi=0, callback=None, progress=None):
     """Run the chain on data A (N, D) with the ``missing`` entries imputed each sweep, until it has
@@ -338,9 +344,14 @@ class ICCAParams(Params):
     label_scale: float = param(1.0, "labels coded ±label_scale before joining the standardised features",
                                Interval(0, None, "neither"))
     predictor: str = param("svm", "task parameters: 'svm' = one linear SVM per label learned in the latent "
-                           "subspace (§4.1; Model-2 trains and predicts on the sampled Z of §4.2), scores "
+                           "subspace (§4.1; Model-2's features: svm_features), scores "
                            "averaged over every `thin`-th sample after burn-in; 'gaussian' = the model's own "
                            "label loadings W_y E[z], averaged over every sample", Options("svm", "gaussian"))
+    svm_features: str = param("sampled", "with predictor=svm and semi_supervised: the SVMs' features. 'sampled' = "
+                              "the chain's Z of the training and test rows (§4.2 as written; a training row's z "
+                              "is drawn given its true labels, a test row's given imputed ones); 'x-posterior' = "
+                              "E[z | x] under the sample's W_x, Ψ_x for both (§4.1's features, the subspace "
+                              "learned with the test inputs in the chain)", Options("sampled", "x-posterior"))
     thin: int = param(10, "with predictor=svm: train the SVMs on every thin-th sample after burn-in",
                       Interval(1, None))
     C: float = param(1.0, "with predictor=svm: SVM regularisation constant", Interval(0, None, "neither"))
@@ -378,7 +389,7 @@ class ICCA(Algorithm):
             A = np.hstack([Xtr, Ytr])
         missing = np.isnan(A)
         samples: list[tuple[int, np.ndarray]] = []  # (sweep, test scores)
-        K_seen, sparsity_seen = [], []
+        K_seen, sparsity_seen, train_fit = [], [], []
         Ylab = np.asarray(split.Y_train, float)
 
         def collect(st, A_filled, t):
@@ -392,11 +403,12 @@ class ICCA(Algorithm):
                     s = latent_mean(Xte, W[:d1], st.psi[:d1]) @ W[d1:].T
                 s = s + y_mean
             elif t % params.thin == 0:  # every thin-th sweep
-                if params.semi_supervised:  # §4.2: both sides in the sampled subspace
+                if params.semi_supervised and params.svm_features == "sampled":  # §4.2 as written
                     Z_tr, Z_te = st.Z[:-n_te], st.Z[-n_te:]
                 else:  # §4.1: the subspace of X alone, E[z | x], for training and test rows alike
                     Z_tr, Z_te = (latent_mean(Xs, W[:d1], st.psi[:d1]) for Xs in (Xtr, Xte))
                 theta, bias = label_svms(Z_tr, Ylab, params.C)
+                train_fit.append((t, micro_f1_known(Ylab, Z_tr @ theta + bias)))
                 s = Z_te @ theta + bias
             else:
                 return
@@ -415,11 +427,13 @@ class ICCA(Algorithm):
         return Prediction(scores=scores, labels=(scores > 0).astype(float), diagnostics={
             "K": float(np.mean(K_after)), "K_last": int(st.B.shape[1]),
             "sparsity": float(np.mean([v for t, v in sparsity_seen if t >= diag["burn_in"]])),
-            "alpha_last": float(st.alpha), "sweeps": diag["sweeps"], "burn_in": diag["burn_in"],
+            "alpha_last": float(st.alpha),
+            "train_f1_micro": float(np.mean([v for t, v in train_fit if t >= diag["burn_in"]] or [np.nan])),
+            "sweeps": diag["sweeps"], "burn_in": diag["burn_in"],
             "converged": diag["converged"], "samples_averaged": len(kept),
             "rhat": {k: round(v, 4) for k, v in diag["rhat"].items()},
             "ess": {k: round(v, 1) for k, v in diag["ess"].items()},
-            "seconds_per_sweep": seconds / diag["sweeps"]})
+            **_flat_convergence(diag), "seconds_per_sweep": seconds / diag["sweeps"]})
 
     @staticmethod
     def recover(split, params, ctx) -> Prediction:

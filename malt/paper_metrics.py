@@ -79,6 +79,20 @@ def decision_auc(Y, P) -> float:
     return float(np.mean((tpr + tnr) / 2))
 
 
+def implied_pooled_rates(accuracy: float, f1_micro: float, density: float) -> tuple[float, float]:
+    """Pooled (TPR, FPR) that an overall accuracy (1 − Hamming loss) and a micro-F1 imply at a label
+    density P (the fraction of entries that are 1): how Table 1's cells are read back into classifiers.
+
+    Per entry, FP + FN = 1 − accuracy and micro-F1 = 2TP / (2TP + FP + FN), so
+    TP = F1 (1 − accuracy) / (2 (1 − F1)), FN = P − TP, FP = (1 − accuracy) − FN, and
+    TPR = TP / P, FPR = FP / (1 − P). Exact for any decisions; O(1).
+    """
+    errors = 1.0 - accuracy
+    tp = f1_micro * errors / (2.0 * (1.0 - f1_micro))
+    fp = errors - (density - tp)
+    return tp / density, fp / (1.0 - density)
+
+
 def rai_daume_scores(Y, P) -> dict[str, float]:
     """All four measures under the names proposed above."""
     return {"rd_accuracy": overall_accuracy(Y, P), "rd_f1_macro": macro_f1(Y, P),

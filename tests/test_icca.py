@@ -114,9 +114,9 @@ def test_multilabel_models_1_and_2_beat_the_label_prior():
     Ytr[rng.random(Ytr.shape) < 0.1] = np.nan
     split = MultilabelSplit(X[train], Ytr, X[test], train, test)
     algo = get("icca")
-    for semi in (False, True):
-        pred = algo().run(split, algo.Params(semi_supervised=semi, min_sweeps=100, max_sweeps=300),
-                          Context.for_arrays(X, seed=0))
+    for semi, features in ((False, "sampled"), (True, "sampled"), (True, "x-posterior")):
+        pred = algo().run(split, algo.Params(semi_supervised=semi, svm_features=features, min_sweeps=100,
+                                             max_sweeps=300), Context.for_arrays(X, seed=0))
         assert pred.scores.shape == (40, L)
         acc = np.mean(pred.labels == Y[test])
         prior = np.mean(np.maximum(Y[train].mean(0), 1 - Y[train].mean(0)))
@@ -125,6 +125,7 @@ def test_multilabel_models_1_and_2_beat_the_label_prior():
         assert d["K"] >= 1 and 0 <= d["sparsity"] < 1
         assert 100 <= d["sweeps"] <= 300 and d["samples_averaged"] >= 5
         assert set(d["rhat"]) == set(d["ess"]) == {"log_likelihood", "K", "sigma_v2", "mean_log_psi"}
+        assert 0.5 < d["train_f1_micro"] <= 1 and d["rhat_K"] == d["rhat"]["K"]
 
 
 def test_an_unconverged_chain_says_so():

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from malt import metrics
-from malt.paper_metrics import decision_auc, macro_f1, micro_f1, overall_accuracy, rai_daume_scores
+from malt.paper_metrics import (decision_auc, implied_pooled_rates, macro_f1, micro_f1, overall_accuracy,
+                                rai_daume_scores)
 
 # 4 instances × 3 labels. Per label (TP, FP, FN, TN):
 #   label 0: Y 1010, P 1000 -> (1, 0, 1, 2): F1 2/3, TPR 1/2, TNR 1   -> area 3/4
@@ -51,3 +52,10 @@ def test_against_scikit_learn_on_random_decisions():
 def test_shapes_are_checked():
     with pytest.raises(ValueError, match="same shape"):
         overall_accuracy(Y, P[:, :2])
+
+
+def test_implied_pooled_rates_read_the_counts_back():
+    """The hand-computed case: accuracy 9/12 and micro-F1 8/11 at density 6/12 give back the pooled
+    TPR 4/6 (TP 4 of 6 positives) and FPR 1/6 (FP 1 of 6 negatives)."""
+    tpr, fpr = implied_pooled_rates(overall_accuracy(Y, P), micro_f1(Y, P), Y.mean())
+    assert (tpr, fpr) == (pytest.approx(4 / 6), pytest.approx(1 / 6))

@@ -138,3 +138,19 @@ def test_synthetic_cca_generator_matches_section_5_1():
     W = ds.components["W"]
     assert ds.components["X"].shape == (100, 25) and ds.components["Y"].shape == (100, 10)
     assert W.shape == (35, 4) and abs((W == 0).mean() - 0.63) < 0.01
+
+
+def test_label_prior_decides_each_label_by_its_training_majority():
+    """Hand-computed: known training frequencies 3/4, 2/3, 0/3 give scores f − ½ = ¼, ⅙, −½ on every test
+    row and decisions 1, 1, 0; hidden (NaN) entries are left out of the frequencies."""
+    from malt.registry import get
+    from malt.splits import MultilabelSplit
+
+    nan = np.nan
+    Ytr = np.array([[1, 0, nan], [1, 1, 0], [0, 1, 0], [1, nan, 0]])
+    X = np.zeros((6, 2))
+    split = MultilabelSplit(X[:4], Ytr, X[4:], np.arange(4), np.arange(4, 6))
+    algo = get("label-prior")
+    pred = algo().run(split, algo.Params(), Context.for_arrays(X))
+    np.testing.assert_allclose(pred.scores, [[0.25, 1 / 6, -0.5]] * 2)
+    np.testing.assert_array_equal(pred.labels, [[1, 1, 0]] * 2)
