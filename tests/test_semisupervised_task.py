@@ -114,3 +114,21 @@ def test_stratified_labelled_points_follow_the_class_shares():
     pool = np.arange(100)
     lab = stratified_points(pool, y, 7, np.random.default_rng(0))
     assert np.bincount(y[lab], minlength=3).tolist() == [4, 2, 1] and len(set(lab)) == 7
+
+
+@pytest.mark.timeout(30)
+def test_evaluate_unlabeled_scores_every_point_but_the_labelled_ones():
+    """evaluate=unlabeled keeps the graph's inputs (the same labelled draw as evaluate=fold) and scores
+    the n − ℓ unlabelled points: 103 − 12 = 91 here, with 5 errors planted among them → 5/91."""
+    d, task = dataset(), get_task("semisupervised")
+    fold_split = task.split(d, task.Params(labeled=12), 1)
+    P = task.Params(labeled=12, evaluate="unlabeled")
+    s = task.split(d, P, 1)
+    np.testing.assert_array_equal(s.y, fold_split.y)
+    np.testing.assert_array_equal(s.evaluate, np.flatnonzero(s.y < 0))
+    assert len(s.evaluate) == 91
+    labels = d["y"].copy()
+    wrong = s.evaluate[[0, 10, 30, 60, 90]]
+    labels[wrong] = (labels[wrong] + 1) % 4
+    assert task.score(d, P, s, Prediction(labels=labels)) == {"error": pytest.approx(5 / 91)}
+    assert task.Params(labeled=12).key() != P.key()
