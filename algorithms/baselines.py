@@ -1,5 +1,6 @@
 """The dissertation's simple baselines: one-vs-rest logistic regression (MLLR) and SVM (MLSVM)
-for multi-label prediction (§4.4.2), and per-column mean imputation for missing entries.
+for multi-label prediction (§4.4.2), the trivial multi-label reference ``label-prior`` (each label
+decided by its training majority), and per-column mean imputation for missing entries.
 
 The multi-label baselines choose their regularisation constant C by inner cross-validation on the
 training rows (`malt.selection`; 3 folds, as Bogatinovski et al. 2022 tune every method). The
@@ -18,7 +19,7 @@ import numpy as np
 
 from malt import linalg
 from malt.context import to_dense
-from malt.params import Interval, Options, Params, param
+from malt.params import Interval, NoParams, Options, Params, param
 from malt.registry import Algorithm, register
 from malt.selection import InnerCVParams, Selection, candidates, inner_fold_ids, select
 from malt.splits import Prediction
@@ -156,6 +157,27 @@ def select_on_path(params: Params, grids: dict[str, Sequence], path: Callable[[n
 def _scaled(split, scale: bool):
     X_train, X_test = to_dense(split.X_train).astype(float), to_dense(split.X_test).astype(float)
     return linalg.standardize_train_test(X_train, X_test) if scale else (X_train, X_test)
+
+
+@register
+class LabelPrior(Algorithm):
+    """Trivial multi-label reference: every label decided by its training majority, no features.
+
+    Scores are f_j − ½ for every test row, f_j the fraction of known training entries of label j that
+    are 1 (−½ for a label with none known); cost O(nL)."""
+
+    name = "label-prior"
+    tasks = frozenset({"multilabel"})
+    Params = NoParams
+    version = "1"
+
+    def run(self, split, params, ctx):
+        Ytr = np.asarray(split.Y_train, float)
+        known = ~np.isnan(Ytr)
+        count = known.sum(axis=0)
+        share = np.where(count > 0, np.where(known, Ytr, 0.0).sum(axis=0) / np.maximum(count, 1), 0.0)
+        scores = np.tile(share - 0.5, (split.X_test.shape[0], 1))
+        return Prediction(scores=scores, labels=(scores > 0).astype(float))
 
 
 @dataclass(frozen=True, kw_only=True)
