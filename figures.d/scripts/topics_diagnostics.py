@@ -26,7 +26,11 @@ def _label(rec) -> str:
     p = rec["params"]
     if rec["algorithm"] != "gptm":
         return rec["algorithm"]
-    return f"gptm kernel={p.get('kernel', 'knn')} sigma={p.get('sigma', 'learned')}"
+    label = f"gptm kernel={p.get('kernel', 'knn')} sigma={p.get('sigma', 'learned')}"
+    if p.get("select") == "inner-cv" and p.get("kernel") != "identity":
+        grid = lambda g: ",".join(f"{v:g}" for v in g)  # noqa: E731
+        label += f" γ∈{{{grid(p.get('gamma_grid', ()))}}} c∈{{{grid(p.get('c_grid', ()))}}}"
+    return label
 
 
 def collect(repo_path, datasets=None):
