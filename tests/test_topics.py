@@ -465,4 +465,4 @@ def test_diagnostics_script_pairs_folds_against_the_reference(tmp_path):
               if r.get("status") == "ok" and "fold" in r}
     diffs = np.array([metric["gptm", f] - metric["ctm", f] for f in (0, 1)])
     row = next(line for line in script.report(script.collect(repo)).splitlines() if line.startswith("| gptm"))
-    assert f"{diffs.mean():+.0f} ± {diffs.std(ddof=1):.0f}" in row and f"{int(np.sum(diffs < 0))}/2" in row
+    assert f"{script.number(diffs.mean(), '+')} ± {script.number(diffs.std(ddof=1))}" in row and f"{int(np.sum(diffs < 0))}/2" in row

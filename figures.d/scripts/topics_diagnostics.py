@@ -22,6 +22,11 @@ from pathlib import Path
 import numpy as np
 
 
+def number(x: float, sign: str = "") -> str:
+    """Perplexity-sized values to the unit, small ones (errors, tr Σ) to three significant digits."""
+    return f"{x:{sign}.0f}" if abs(x) >= 100 else f"{x:{sign}.1f}" if abs(x) >= 1 else f"{x:{sign}.3g}"
+
+
 def _label(rec) -> str:
     p = rec["params"]
     if rec["algorithm"] != "gptm":
@@ -74,11 +79,11 @@ def report(runs, metric="perplexity_conditional", reference="ctm") -> str:
             shared = sorted(set(folds) & set(ref))
             diffs = np.array([folds[f]["metrics"][metric] - ref[f]["metrics"][metric] for f in shared
                               if metric in folds[f]["metrics"] and metric in ref[f]["metrics"]])
-            paired = (f"{diffs.mean():+.0f} ± {diffs.std(ddof=1):.0f}" if diffs.size > 1 else "–") \
+            paired = (f"{number(diffs.mean(), '+')} ± {number(diffs.std(ddof=1))}" if diffs.size > 1 else "–") \
                 if label != reference else "(reference)"
             lower = f"{int(np.sum(diffs < 0))}/{diffs.size}" if diffs.size and label != reference else "–"
             lines.append(f"| {label} | {len(folds)} | {'; '.join(chosen) if any(c != '–' for c in chosen) else '–'} | "
-                         f"{np.mean(traces):.3g} | {paired} | {lower} |" if traces else
+                         f"{number(np.mean(traces))} | {paired} | {lower} |" if traces else
                          f"| {label} | {len(folds)} | – | – | {paired} | {lower} |")
         lines.append("")
     return "\n".join(lines) if lines else "no topics runs found"
