@@ -10,8 +10,10 @@
 # documents' conditional perplexity (select=inner-cv, set explicitly: the library default is
 # select=none); σ² = 1 and k = 10 as printed. The grid reaches small c on purpose: with a learned Σ,
 # the fixed point of (6.12)/(6.14) has Σ → 0 (F takes all of λ) unless λ's variance per topic is at
-# least about 4× the kernel's diagonal, so c ≥ 1 always collapses Σ (figures.d/ch6-topics.md).
-# 18 inner fits per unit, 1–3 min per unit on a loaded 2-core machine. GP-KI and GP-SIKI have
+# least about 4× the kernel's diagonal (on Different100 c = 1 collapses it, on Same100, whose λ
+# spread is larger, it does not; figures.d/ch6-topics.md).
+# 18 inner fits per unit: 45–135 s per unit (median 90) on a 2-core machine at load 9–12 with
+# --jobs=2, against 4–5 s for a CTM unit (300-document sets). GP-KI and GP-SIKI have
 # 𝒦 = I and nothing to tune. What the runs chose (γ, c, tr Σ) and the per-fold gaps to CTM:
 # figures.d/scripts/topics_diagnostics.py REPO.
 
