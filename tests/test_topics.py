@@ -466,3 +466,8 @@ def test_diagnostics_script_pairs_folds_against_the_reference(tmp_path):
     diffs = np.array([metric["gptm", f] - metric["ctm", f] for f in (0, 1)])
     row = next(line for line in script.report(script.collect(repo)).splitlines() if line.startswith("| gptm"))
     assert f"{script.number(diffs.mean(), '+')} ± {script.number(diffs.std(ddof=1))}" in row and f"{int(np.sum(diffs < 0))}/2" in row
+    # Tables 6.2/6.6 cells: ours (mean ± sample std over the stored folds, n/5 when partial) / thesis
+    fake = {"different100": {"ctm": {0: {"metrics": {"perplexity_conditional": 1000.0}},
+                                     1: {"metrics": {"perplexity_conditional": 1100.0}}}}}
+    table = script.thesis_tables(fake)
+    assert "| different100 | – / – | 1050 ± 71 (2/5) / 1231 ± 32 | – / 1195 ± 49 | – / 1183 ± 36 |" in table
