@@ -465,7 +465,8 @@ def test_diagnostics_script_pairs_folds_against_the_reference(tmp_path):
               if r.get("status") == "ok" and "fold" in r}
     diffs = np.array([metric["gptm", f] - metric["ctm", f] for f in (0, 1)])
     row = next(line for line in script.report(script.collect(repo)).splitlines() if line.startswith("| gptm"))
-    assert f"{script.number(diffs.mean(), '+')} ± {script.number(diffs.std(ddof=1))}" in row and f"{int(np.sum(diffs < 0))}/2" in row
+    size = max(abs(diffs.mean()), diffs.std(ddof=1))
+    assert f"{script.number(diffs.mean(), '+', size)} ± {script.number(diffs.std(ddof=1), '', size)}" in row and f"{int(np.sum(diffs < 0))}/2" in row
     # Tables 6.2/6.6 cells: ours (mean ± sample std over the stored folds, n/5 when partial) / thesis
     fake = {"different100": {"ctm": {0: {"metrics": {"perplexity_conditional": 1000.0}},
                                      1: {"metrics": {"perplexity_conditional": 1100.0}}}}}

@@ -24,9 +24,11 @@ from pathlib import Path
 import numpy as np
 
 
-def number(x: float, sign: str = "") -> str:
-    """Perplexity-sized values to the unit, small ones (errors, tr Σ) to three significant digits."""
-    return f"{x:{sign}.0f}" if abs(x) >= 100 else f"{x:{sign}.1f}" if abs(x) >= 1 else f"{x:{sign}.3g}"
+def number(x: float, sign: str = "", size: float | None = None) -> str:
+    """Perplexity-sized values to the unit, small ones (errors, tr Σ) to three significant digits;
+    ``size`` (default |x|) decides which, so a mean and its std print alike."""
+    size = abs(x) if size is None else size
+    return f"{x:{sign}.0f}" if size >= 100 else f"{x:{sign}.1f}" if size >= 1 else f"{x:{sign}.3g}"
 
 
 def _label(rec) -> str:
@@ -81,7 +83,8 @@ def report(runs, metric="perplexity_conditional", reference="ctm") -> str:
             shared = sorted(set(folds) & set(ref))
             diffs = np.array([folds[f]["metrics"][metric] - ref[f]["metrics"][metric] for f in shared
                               if metric in folds[f]["metrics"] and metric in ref[f]["metrics"]])
-            paired = (f"{number(diffs.mean(), '+')} ± {number(diffs.std(ddof=1))}" if diffs.size > 1 else "–") \
+            size = max(abs(diffs.mean()), diffs.std(ddof=1)) if diffs.size > 1 else 0.0
+            paired = (f"{number(diffs.mean(), '+', size)} ± {number(diffs.std(ddof=1), '', size)}" if diffs.size > 1 else "–") \
                 if label != reference else "(reference)"
             lower = f"{int(np.sum(diffs < 0))}/{diffs.size}" if diffs.size and label != reference else "–"
             lines.append(f"| {label} | {len(folds)} | {'; '.join(chosen) if any(c != '–' for c in chosen) else '–'} | "
