@@ -383,3 +383,92 @@ def test_top_words_script_reads_what_malt_cv_stored(tmp_path):
     rows = [line for line in text.splitlines() if line.startswith("| w")]
     assert len(rows) == 4 and all(len(r.split("|")) == 5 for r in rows)
     assert script.main([str(tmp_path / "nothing-here"), "--dataset", "x"]) == 2
+
+
+def test_gptm_bound_has_no_floor_on_sigma_when_F_follows_lambda(corpus):
+    """Why a learned Σ collapses in GPTM (measured in figures.d/ch6-topics.md): with F e_d = λ_d and
+    Σ = diag(ν²_d) = s I, the Gaussian terms of Table 6.1 and the entropy cancel exactly
+    (−½ log|Σ| − ½ tr(diag ν² Σ⁻¹) + ½ Σ log ν² − K/2 log 2π + K/2 (log 2π + 1) = 0), so with ζ at
+    (6.10) each document's bound is word_ll − N log Σ_i exp(λ_i + s/2): closed form, and increasing as
+    s → 0. MAP over F leaves nothing that keeps Σ away from 0 once F can follow λ."""
+    C = corpus["docs"]
+    rng = np.random.default_rng(3)
+    K = 3
+    lam = rng.normal(size=(C.shape[0], K))
+    beta = rng.dirichlet(np.ones(C.shape[1]), size=K)
+    N = np.asarray(C.sum(axis=1)).ravel()
+    word_ll = ctm.expected_counts(C, lam, beta)[2]
+    bounds = []
+    for s in (1.0, 0.1, 0.01, 1e-4):
+        nu2 = np.full_like(lam, s)
+        zeta = ctm.optimal_zeta(lam, nu2)
+        b = ctm.document_bounds(C, lam, nu2, zeta, beta, lam, np.eye(K) / s, K * np.log(s))
+        closed = word_ll - N * np.log(np.exp(lam + s / 2).sum(axis=1))
+        assert np.allclose(b, closed, rtol=1e-12, atol=1e-9)
+        bounds.append(b.sum())
+    assert np.all(np.diff(bounds) > 0)
+
+
+@pytest.mark.parametrize("scale, collapses", [(10.0, True), (0.01, False)])
+def test_gptm_learned_sigma_collapses_only_under_a_wide_kernel(corpus, scale, collapses):
+    """𝒦 = scale·I: when the kernel's variance dwarfs the spread of λ, F takes all of λ and the
+    learned Σ shrinks towards 0 (the fixed point of 6.12/6.14 above); with a narrow kernel F stays
+    near 0 and Σ keeps λ's spread, as CTM's does."""
+    C = corpus["docs"]
+    fit = gptm.fit_gptm(C, scale * np.eye(C.shape[0]), 3, np.random.default_rng(0), iters=25, smoothing=0.01)
+    trace = np.trace(fit["Sigma"])
+    spread = float(np.sum(np.var(fit["lam"], axis=0)))
+    assert (trace < 0.05 * spread) if collapses else (trace > 0.5 * spread), (trace, spread)
+
+
+def test_unigram_baseline_by_hand():
+    """``unigram``: q_w ∝ training count + smoothing; a held-out document scores Σ_w n_dw log q_w."""
+    from malt.algorithms.topics.models import Unigram
+    from malt.splits import TopicsSplit
+
+    train = sp.csr_matrix(np.array([[2, 0, 1], [0, 1, 1]], dtype=float))
+    test = sp.csr_matrix(np.array([[1, 1, 0], [0, 0, 3]], dtype=float))
+    split = TopicsSplit(train, test, ["a", "b", "c"], None, None, np.arange(2), np.arange(2, 4), 0)
+    pred = Unigram().run(split, Unigram.Params(smoothing=0.5), Context.for_arrays(np.zeros((4, 1)), seed=0))
+    q = np.array([2.5, 1.5, 2.5]) / 6.5
+    assert np.allclose(pred.extras["loglik"], [np.log(q[0]) + np.log(q[1]), 3 * np.log(q[2])], rtol=1e-12)
+
+
+def test_diagnostics_script_pairs_folds_against_the_reference(tmp_path):
+    """The ch6 diagnostics come from what `malt cv` stored: per configuration the tr Σ of each fold's
+    fit and the per-fold metric difference to ctm on the same folds."""
+    import importlib.util
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from malt.cli import main
+    from malt.repository.store import Repository
+
+    repo = tmp_path / "repo"
+    base = ["cv", "--repo", str(repo), "--dataset", "synthetic-ctm", "--task", "topics", "--folds", "2", "--quiet",
+            "--param", "iters=3", "--param", "test_iters=3"]
+    for algo in (["--algo", "ctm"], ["--algo", "gptm", "--param", "kernel=identity"]):
+        result = CliRunner().invoke(main, base + algo, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    path = Path(__file__).resolve().parents[1] / "figures.d" / "scripts" / "topics_diagnostics.py"
+    spec = importlib.util.spec_from_file_location("topics_diagnostics", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    runs = script.collect(repo)["synthetic-ctm"]
+    assert set(runs) == {"ctm", "gptm kernel=identity sigma=learned"}
+    store = Repository(repo).check_readable()
+    units = {}
+    for exp in store.experiments():
+        units.update(store.experiment(exp).read_log()[0])
+    metric = {(r["algorithm"], r["fold"]): r["metrics"]["perplexity_conditional"] for r in units.values()
+              if r.get("status") == "ok" and "fold" in r}
+    diffs = np.array([metric["gptm", f] - metric["ctm", f] for f in (0, 1)])
+    row = next(line for line in script.report(script.collect(repo)).splitlines() if line.startswith("| gptm"))
+    size = max(abs(diffs.mean()), diffs.std(ddof=1))
+    assert f"{script.number(diffs.mean(), '+', size)} ± {script.number(diffs.std(ddof=1), '', size)}" in row and f"{int(np.sum(diffs < 0))}/2" in row
+    # Tables 6.2/6.6 cells: ours (mean ± sample std over the stored folds, n/5 when partial) / thesis
+    fake = {"different100": {"ctm": {0: {"metrics": {"perplexity_conditional": 1000.0}},
+                                     1: {"metrics": {"perplexity_conditional": 1100.0}}}}}
+    table = script.thesis_tables(fake)
+    assert "| different100 | – / – | 1050 ± 71 (2/5) / 1231 ± 32 | – / 1195 ± 49 | – / 1183 ± 36 |" in table

@@ -33,6 +33,22 @@ def _cho_inv(L):
     return Li.T @ Li
 
 
+def _cholesky(K):
+    """Cholesky factor of K; where a trial point of the line search makes K numerically singular
+    (latent points on top of each other with a tiny noise), the smallest diagonal jitter, from
+    1e-10·mean diag K up by tens, that factors it (points that factor as given are unchanged)."""
+    try:
+        return np.linalg.cholesky(K)
+    except np.linalg.LinAlgError:
+        scale = max(float(np.mean(np.diag(K))), 1e-300)
+        for power in range(-10, 1):
+            try:
+                return np.linalg.cholesky(K + scale * 10.0 ** power * np.eye(K.shape[0]))
+            except np.linalg.LinAlgError:
+                continue
+        raise
+
+
 def gplvm_objective(theta, YYt, V, q):
     """Negative log p(Y|X) − log-prior ½‖X‖², and its gradient, for theta = [vec X, log a, log ℓ, log n]."""
     D = YYt.shape[0]
@@ -40,7 +56,7 @@ def gplvm_objective(theta, YYt, V, q):
     a, ell, n = np.exp(theta[D * q:])
     Kf, r2 = _rbf(X, X, a, ell)
     K = Kf + n * np.eye(D)
-    L = np.linalg.cholesky(K)
+    L = _cholesky(K)
     Kinv = _cho_inv(L)
     logdet = 2 * np.sum(np.log(np.diag(L)))
     f = 0.5 * V * logdet + 0.5 * np.sum(Kinv * YYt) + 0.5 * np.sum(X ** 2)

@@ -1,5 +1,6 @@
-"""Registered topic models for the `topics` task: ``ctm`` (Blei & Lafferty 2006) and ``gptm``
-(Agovic 2011, ch. 6, with the variants of Table 6.6). The maths is in `ctm`, `gptm` and `kernels`."""
+"""Registered topic models for the `topics` task: ``ctm`` (Blei & Lafferty 2006), ``gptm``
+(Agovic 2011, ch. 6, with the variants of Table 6.6) and the ``unigram`` baseline every topic model
+must beat. The maths is in `ctm`, `gptm` and `kernels`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -76,6 +77,33 @@ class CTM(Algorithm):
         lam, _, _, ll = ctm.infer_documents(split.docs_test, fit["beta"], M, fit["Sigma"], params.test_iters)
         return Prediction(extras={"loglik": ll, "embedding_train": fit["lam"], "embedding_test": lam},
                           diagnostics=_ctm_diag(fit, split.vocab, params.top_n))
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnigramParams(Params):
+    smoothing: float = param(0.01, "pseudo-count added to every word's training count (as ctm's β update)",
+                             Interval(0, None, "neither"))
+
+
+@register
+class Unigram(Algorithm):
+    """Smoothed unigram model: one word distribution for every document (the topic models' floor).
+
+    q_w ∝ n_w + smoothing over the training documents; a held-out document scores
+    Σ_w n_dw log q_w (like the topic models' bounds, without the multinomial coefficient), so its
+    perplexity is exp(−Σ_d Σ_w n_dw log q_w / N_test) in closed form. Cost: one pass over the counts.
+    """
+
+    name = "unigram"
+    tasks = frozenset({"topics"})
+    Params = UnigramParams
+    version = "1"
+
+    def run(self, split: TopicsSplit, params: UnigramParams, ctx) -> Prediction:
+        q = np.asarray(split.docs_train.sum(axis=0), dtype=float).ravel() + params.smoothing
+        logq = np.log(q / q.sum())
+        return Prediction(extras={"loglik": np.asarray(split.docs_test @ logq, dtype=float).ravel()},
+                          diagnostics={"vocabulary": int(q.size)})
 
 
 def mustlink_labels(labels: np.ndarray, params: GPTMParams, rng: np.random.Generator) -> np.ndarray:
