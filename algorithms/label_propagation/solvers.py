@@ -231,14 +231,32 @@ def galerkin(A: sp.csr_matrix, aggregate: np.ndarray, m: int) -> sp.csr_matrix:
     return C.tocsr()
 
 
+TIE_BREAK = 1e-6
+"""Relative size of the symmetric perturbation that orders equal couplings (`_edge_hash`)."""
+
+
+def _edge_hash(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """A pseudo-random number in [0, 1) per edge, the same for (i, j) and (j, i). With equal weights
+    (a grid, a binary kNN graph) every row's strongest coupling is otherwise its first neighbour, few
+    of those choices are mutual, and the matching barely coarsens; perturbed by these numbers, the
+    couplings are distinct and the mutually strongest ones pair about half the rows each round."""
+    lo, hi = np.minimum(rows, cols).astype(np.uint64), np.maximum(rows, cols).astype(np.uint64)
+    h = (lo * np.uint64(0x9E3779B97F4A7C15)) ^ (hi * np.uint64(0xC2B2AE3D27D4EB4F))
+    h ^= h >> np.uint64(29)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(32)
+    return (h >> np.uint64(11)).astype(float) / float(1 << 53)
+
+
 def pairwise_aggregates(A: sp.csr_matrix) -> np.ndarray:
     """Aggregate id (0..m-1) of every row: rows matched in pairs along their strongest connection
     (largest −a_ij), mutual-strongest pairs first, three rounds over the still unmatched rows; a
     row left over joins the aggregate of its strongest neighbour, or stays alone."""
     A = sp.csr_matrix(A)
     n = A.shape[0]
-    strength = np.maximum(-A.data, 0.0)  # the diagonal of an M-matrix is ≥ 0: only couplings count
     rows = _row_ids(A)
+    strength = np.maximum(-A.data, 0.0)  # the diagonal of an M-matrix is ≥ 0: only couplings count
+    strength *= 1.0 + TIE_BREAK * _edge_hash(rows, A.indices)
     agg = np.full(n, -1, dtype=np.int64)
     next_id = 0
     free = np.ones(n, bool)
@@ -273,9 +291,10 @@ class Multigrid:
     prolongation P (row i of the coarse vector goes to every row of aggregate i), Galerkin coarse
     matrix Pᵀ A P; damped-Jacobi pre- and post-smoothing (``SMOOTHING_STEPS`` each). The coarse
     correction of the finest level is solved on every intermediate level by two steps of flexible
-    CG preconditioned by the next level's cycle (the K-cycle; it reduces to a V-cycle with two levels
-    or fewer). Those steps make the preconditioner nonlinear (``nonlinear``), so the outer CG is the
-    flexible one. Cost per application: ≈ 2·(1 + 2/4 + 4/16 + …) fine-level smoothing sweeps.
+    CG preconditioned by the next level's cycle (the K-cycle; with a single level above the coarse
+    LU it is the two-grid cycle). Those steps make the preconditioner nonlinear (``nonlinear``), so
+    the outer CG is the flexible one. Cost per application: ≈ 2·(1 + 2/4 + 4/16 + …) fine-level
+    smoothing sweeps.
     """
 
     nonlinear = True
