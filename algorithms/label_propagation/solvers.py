@@ -284,8 +284,9 @@ def pairwise_aggregates(A: sp.csr_matrix) -> np.ndarray:
 
 
 class Multigrid:
-    """Symmetric aggregation-multigrid K-cycle (Notay & Vassilevski 2008), a preconditioner for an
-    M-matrix A.
+    """Aggregation-multigrid K-cycle (Notay & Vassilevski 2008), a preconditioner for an SPD M-matrix
+    A (Notay 2010's pairwise aggregation, vectorised: mutually strongest pairs instead of a sequential
+    sweep).
 
     Each level: aggregates from two pairwise matchings (about 4 rows each), piecewise-constant
     prolongation P (row i of the coarse vector goes to every row of aggregate i), Galerkin coarse
