@@ -26,8 +26,8 @@ VERSION = "2"
 selection through malt.selection."""
 SOLVE_VERSION = "3"
 """Version of the methods whose systems are graph Laplacians (M-matrices) solved by multigrid CG from
-2000 rows: 3 = K-cycle multigrid in reverse Cuthill–McKee order (the same solutions to the CG
-tolerance 1e-8; rounding-level differences)."""
+2000 rows: 3 = K-cycle multigrid in reverse Cuthill–McKee order, equal couplings tie-broken in the
+aggregation (the same solutions to the CG tolerance 1e-8; rounding-level differences)."""
 
 
 @dataclass(frozen=True, kw_only=True)
