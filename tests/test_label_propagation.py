@@ -358,7 +358,8 @@ def test_large_graphs_are_solved_by_multigrid_cg_to_the_closed_forms():
     lab = np.concatenate([np.flatnonzero(y == c)[:5] for c in range(3)])
     Yl = m.one_hot(y[lab], 3)
     solver = m._factor(laplacian(W), np.isin(np.arange(n), lab).astype(float))
-    assert isinstance(solver, solvers.ConjugateGradients) and isinstance(solver.M, solvers.Multigrid)
+    assert isinstance(solver, solvers.Reordered) and isinstance(solver.inner, solvers.ConjugateGradients)
+    assert isinstance(solver.inner.M, solvers.Multigrid)
     unl = np.setdiff1d(np.arange(n), lab)
     L = laplacian(W).tocsc()
     Fgf = m.gaussian_fields(W, lab, Yl)
@@ -391,6 +392,34 @@ def test_multigrid_cg_converges_on_a_path_graph_where_jacobi_cg_stalls():
     assert mg.iterations < 100
     with pytest.raises(solvers.SolveError, match="did not reach relative residual"):
         solvers.ConjugateGradients(A, solvers.Jacobi(A), maxiter=200).solve(B)
+
+
+def test_multigrid_cg_iterations_do_not_grow_with_the_number_of_levels():
+    """The K-cycle keeps the CG iteration count flat as levels are added (a V-cycle's grows): on a
+    2-D grid Laplacian plus a small diagonal (κ ~ n), 9 times the rows and one more multigrid level
+    cost at most 2 more iterations; each solution meets the tolerance by its own residual
+    ‖b − A x‖ / ‖b‖, computed directly, in the caller's order of the rows. The grid's equal weights
+    must not stop the pairwise matching from coarsening (`solvers._edge_hash`)."""
+    def grid(side):
+        path = sp.diags([np.full(side - 1, -1.0), np.r_[1.0, np.full(side - 2, 2.0), 1.0], np.full(side - 1, -1.0)],
+                        [-1, 0, 1])
+        eye = sp.identity(side)
+        return sp.csr_matrix(sp.kron(path, eye) + sp.kron(eye, path) + 1e-3 * sp.identity(side * side))
+
+    iterations, levels = [], []
+    for side in (100, 300):
+        A = grid(side)
+        shuffle = np.random.default_rng(side).permutation(A.shape[0])  # points in arbitrary order
+        A = sp.csr_matrix(A[shuffle][:, shuffle])
+        B = np.random.default_rng(1).random((A.shape[0], 3))
+        solver = solvers.factor(A)
+        X = solver.solve(B)
+        residual = np.linalg.norm(B - A @ X, axis=0) / np.linalg.norm(B, axis=0)
+        assert residual.max() <= solvers.CG_RTOL * 1.0001
+        iterations.append(solver.iterations)
+        levels.append(len(solver.inner.M.levels))
+    assert levels[1] > levels[0]
+    assert iterations[1] <= iterations[0] + 2, (iterations, levels)
 
 
 def test_majority_baseline_predicts_the_most_frequent_labelled_class_everywhere():

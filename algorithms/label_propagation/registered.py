@@ -24,6 +24,10 @@ from .methods import degrees, laplacian
 VERSION = "2"
 """Version of every algorithm of the family: 2 = graphs from malt.graphs, multigrid-CG solves,
 selection through malt.selection."""
+SOLVE_VERSION = "3"
+"""Version of the methods whose systems are graph Laplacians (M-matrices) solved by multigrid CG from
+2000 rows: 3 = K-cycle multigrid in reverse Cuthill–McKee order, equal couplings tie-broken in the
+aggregation (the same solutions to the CG tolerance 1e-8; rounding-level differences)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,6 +119,7 @@ class GaussianFields(_GraphAlgorithm):
     """Gaussian fields / harmonic functions (Zhu et al. 2003): f_u = (D_uu − W_uu)⁻¹ W_uℓ y_ℓ (eq. 3.8)."""
 
     name = "gf"
+    version = SOLVE_VERSION
 
     def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
         return m.gaussian_fields(W, lab, m.one_hot(y_l, C))
@@ -132,6 +137,7 @@ class Tikreg(_GraphAlgorithm):
     """Tikhonov regularisation on the graph with f ⊥ 1 (Belkin et al. 2004; eqs. 3.11–3.12)."""
 
     name = "tikreg"
+    version = SOLVE_VERSION
     Params = TikregParams
     own_grids = ("gamma",)
 
@@ -312,6 +318,7 @@ class LELP(_Embedding):
     """Laplacian-eigenmaps label propagation, f_u = −M_uu⁻¹M_uℓ y_ℓ with M = L_u (eq. 3.37; equals GF)."""
 
     name, kind = "lelp", "le"
+    version = SOLVE_VERSION
     Params = _own_params(EmbeddingParams, "LELPParams")
 
 
@@ -338,6 +345,7 @@ class LELPC(_ConstrainedEmbedding):
     """Constrained LE label propagation, f ⊥ D^{1/2}1 with M = L_s (eqs. 3.39–3.40)."""
 
     name, kind = "lelpc", "le"
+    version = SOLVE_VERSION
     Params = _own_params(ConstrainedEmbeddingParams, "LELPCParams")
 
 
