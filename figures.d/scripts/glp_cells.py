@@ -95,7 +95,7 @@ def main():
                   "**bold**: outside the thesis's mean ± 2·std\n")
             print("| dataset | " + " | ".join(methods) + " | majority |")
             print("|---|" + "---|" * (len(methods) + 1))
-            for ds in dict.fromkeys(r["dataset"] for r in main_rows):
+            for ds in sorted(dict.fromkeys(r["dataset"] for r in main_rows), key=UCI.index):
                 by = {r["method"]: r for r in main_rows if r["dataset"] == ds}
                 cells_ = []
                 for m in methods:
