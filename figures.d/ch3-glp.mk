@@ -11,10 +11,12 @@
 #    are at the level of this protocol's, not of a held-out fold's: our fold std / the thesis's,
 #    median over the 49 cells of the seven smaller UCI sets (seed 0; figures.d/ch3-glp-cells.md),
 #    Figures 3.4 / 3.5 / 3.6: held-out fold 1.9 / 2.5 / 2.5, stratified held-out fold 2.6 (3.6
-#    only), unlabelled points 1.3 / - / 1.5, stratified + unlabelled points 1.10 / 1.08 / 1.26.
+#    only), unlabelled points 1.3 / 1.5 / 1.5, stratified + unlabelled points 1.10 / 1.08 / 1.26.
 #    (Cells inside mean ± 2·std, same 49 cells: 37 / 41 / 41 held-out fold, 43 / 42 / 41 here.)
-#    GLP_TASK= runs the task's defaults (held-out fold, unstratified draw). The text targets
-#    (fig-3-2, fig-3-*-text) do not pass GLP_TASK yet;
+#    GLP_TASK= runs the task's defaults (held-out fold, unstratified draw). Tables filter on the
+#    options GLP_TASK names, so a FIGREPO that also holds another protocol's runs needs both named
+#    (e.g. GLP_TASK='stratify=False evaluate=unlabeled'). The text targets (fig-3-2, fig-3-*-text)
+#    do not pass GLP_TASK yet;
 #  * one kNN graph per dataset from malt.graphs: union-symmetrised ("(x_i, x_j) ∈ E whenever
 #    (x_j, x_i) ∈ E", the thesis's own kNN rule, §6.4), RBF weights exp(-d²/2σ²) with σ the median
 #    kNN distance on UCI sets; cosine kNN with cosine-similarity weights on the tf-idf text sets
