@@ -1,63 +1,137 @@
 """Thesis cells (Figures 3.4-3.6, UCI rows) beside ours from a malt repository.
 
-usage: glp_cells.py REPO FIG [--dataset-as THESIS=OURS ...] [--seed S] [--params P] [--variants] [--seeds]
-(FIG = 3.4, 3.5 or 3.6; reads the repository and malt/published/glp.csv; figures.d/ch3-glp-cells.md)
-Ours = mean ± std over the five folds of one experiment (seed 0 unless --seed); inside = |ours - thesis| <= 2 thesis std.
+usage: glp_cells.py REPO FIG [--protocol fold|unlabeled|stratified|stratified-unlabeled] [--seed S]
+                    [--dataset-as THESIS=OURS ...] [--only DATASET ...] [--params P] [--variants] [--seeds] [--summary]
+FIG = 3.4, 3.5, 3.6, or `all` (the three); reads the repository and malt/published/glp.csv;
+figures.d/ch3-glp-cells.md has the tables it printed.
+Ours = mean ± std over the five folds of one experiment (seed 0 unless --seed) run with the
+`semisupervised` task options of --protocol (stratify, evaluate; default: the task's defaults);
+inside = |ours - thesis| <= 2 thesis std; "std ratio" = our fold std / the thesis's std.
+The thesis's Cancer row is WDBC: breast-cancer=sklearn-breast-cancer is always applied.
 """
 import argparse
-import numpy as np
-from malt.results import ResultSet
-from malt.report import published
 
-p = argparse.ArgumentParser()
-p.add_argument("repo"); p.add_argument("fig")
-p.add_argument("--dataset-as", action="append", default=[])
-p.add_argument("--seed", type=int, default=None, help="one seed; default: seed 0 (and --seeds summary)")
-p.add_argument("--params", default="k_grid=10,5,20,3,select=inner-cv", help="display parameters of the row shown")
-p.add_argument("--variants", action="store_true", help="every stored display of the cell")
-p.add_argument("--seeds", action="store_true", help="add the spread of the five-fold mean over stored seeds")
-a = p.parse_args()
-alias = dict(x.split("=") for x in a.dataset_as)
-labeled = {"3.4": 30, "3.5": 40, "3.6": 50}[a.fig]
-rs = ResultSet.load(a.repo)
-f = rs.frame
-f = f[(f["task"] == "semisupervised") & (f["task.labeled"].astype(int) == labeled) & (f["metric"] == "error")
-      & (f["task.folds"].astype(int) == 5)]
-ref = published()
-ref = ref[ref["source"] == f"Agovic 2011, Figure {a.fig}"]
-uci = ["hepatitis", "sklearn-breast-cancer", "wine", "iris", "glass", "pima", "usps-1234", "letter-ef"]
-ref = ref[ref["dataset"].isin(uci)]
-hdr = "| thesis row | method | ours | thesis | gap / thesis std | inside | majority baseline |"
-if a.seeds:
-    hdr += " five-fold means over seeds (min – max) | seeds inside |"
-print(hdr); print("|" + "---|" * (hdr.count("|") - 1))
-count = {True: 0, False: 0}
-for _, r in ref.iterrows():
-    ds = alias.get(r["dataset"], r["dataset"])
-    cell = f[(f["dataset"] == ds) & (f["algorithm"] == r["algorithm"])]
-    tm, ts = float(r["mean"]), float(r["std"])
-    for display, g in cell.groupby("display"):
-        main = display == f"{r['algorithm']}[{a.params}]" if a.params else display == r["algorithm"]
-        if not (main or a.variants):
-            continue
-        seed = 0 if a.seed is None else a.seed
-        g0 = g[g["task.seed"].astype(int) == seed]
-        if len(g0) != 5:
-            continue
-        v = g0["value"].to_numpy(float) * 100
-        m, s = v.mean(), v.std(ddof=1)
-        inside = bool(abs(m - tm) <= 2 * ts + 1e-9)
-        if main:
-            count[inside] += 1
-        z = abs(m - tm) / ts if ts > 0 else float("inf")
-        name = r["dataset"] if ds == r["dataset"] else f"{r['dataset']} (as {ds})"
-        shown = r["algorithm"] if main else display
-        mj = f[(f["dataset"] == ds) & (f["algorithm"] == "majority") & (f["task.seed"].astype(int) == seed)]
-        mjs = f"{100 * mj['value'].astype(float).mean():.1f} ± {100 * mj['value'].astype(float).std(ddof=1):.1f}" if len(mj) == 5 else "–"
-        line = f"| {name} | {shown} | {m:.1f} ± {s:.1f} | {tm} ± {ts} | {z:.1f} | {'yes' if inside else '**no**'} | {mjs} |"
-        if a.seeds:
-            means = g.groupby("task.seed")["value"].agg(lambda x: 100 * np.mean(x.to_numpy(float)) if len(x) == 5 else np.nan).dropna()
-            ins = int(np.sum(np.abs(means.to_numpy() - tm) <= 2 * ts + 1e-9))
-            line += f" {means.min():.1f} – {means.max():.1f} | {ins}/{len(means)} |"
-        print(line)
-print(f"\ninside {count[True]}, outside {count[False]} (rows at --params)")
+import numpy as np
+import pandas as pd
+
+from malt.report import published
+from malt.results import ResultSet
+
+PROTOCOLS = {"fold": (False, "fold"), "unlabeled": (False, "unlabeled"),
+             "stratified": (True, "fold"), "stratified-unlabeled": (True, "unlabeled")}
+UCI = ["hepatitis", "sklearn-breast-cancer", "wine", "iris", "glass", "pima", "usps-1234", "letter-ef"]
+
+
+def protocol_rows(frame, protocol):
+    """Rows of one protocol; a task option missing from the frame (or a row) is at its default."""
+    stratify, evaluate = PROTOCOLS[protocol]
+    s = frame.get("task.stratify", pd.Series(False, index=frame.index)).fillna(False).astype(str)
+    e = frame.get("task.evaluate", pd.Series("fold", index=frame.index)).fillna("fold").astype(str)
+    return frame[(s == str(stratify)) & (e == evaluate)]
+
+
+def cells(frame, fig, a, alias):
+    labeled = {"3.4": 30, "3.5": 40, "3.6": 50}[fig]
+    f = frame[(frame["task.labeled"].astype(int) == labeled)]
+    ref = published()
+    ref = ref[(ref["source"] == f"Agovic 2011, Figure {fig}")]
+    ref = ref[ref["dataset"].map(lambda d: alias.get(d, d)).isin(UCI)]
+    seed = 0 if a.seed is None else a.seed
+    for _, r in ref.iterrows():
+        ds = alias.get(r["dataset"], r["dataset"])
+        cell = f[(f["dataset"] == ds) & (f["algorithm"] == r["algorithm"])]
+        tm, ts = float(r["mean"]), float(r["std"])
+        for display, g in cell.groupby("display"):
+            main = display == f"{r['algorithm']}[{a.params}]" if a.params else display == r["algorithm"]
+            if not (main or a.variants):
+                continue
+            g0 = g[g["task.seed"].astype(int) == seed]
+            if len(g0) != 5:
+                continue
+            v = g0["value"].to_numpy(float) * 100
+            m, s = v.mean(), v.std(ddof=1)
+            mj = f[(f["dataset"] == ds) & (f["algorithm"] == "majority") & (f["task.seed"].astype(int) == seed)]
+            mjv = 100 * mj["value"].to_numpy(float)
+            row = dict(thesis_row=r["dataset"], dataset=ds, method=r["algorithm"] if main else display, main=main,
+                       mean=m, std=s, tmean=tm, tstd=ts, inside=bool(abs(m - tm) <= 2 * ts + 1e-9),
+                       majority=f"{mjv.mean():.1f} ± {mjv.std(ddof=1):.1f}" if len(mjv) == 5 else "–")
+            if a.seeds:
+                means = g.groupby("task.seed")["value"].agg(
+                    lambda x: 100 * np.mean(x.to_numpy(float)) if len(x) == 5 else np.nan).dropna()
+                row["seeds"] = (means.min(), means.max(),
+                                int(np.sum(np.abs(means.to_numpy() - tm) <= 2 * ts + 1e-9)), len(means))
+            yield row
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("repo"); p.add_argument("fig", choices=["3.4", "3.5", "3.6", "all"])
+    p.add_argument("--protocol", choices=list(PROTOCOLS), default="fold",
+                   help="task options of the rows shown: stratify and evaluate (fold = the task's defaults)")
+    p.add_argument("--dataset-as", action="append", default=[])
+    p.add_argument("--seed", type=int, default=None, help="one seed; default: seed 0 (and --seeds summary)")
+    p.add_argument("--params", default="k_grid=10,5,20,3,select=inner-cv", help="display parameters of the row shown")
+    p.add_argument("--variants", action="store_true", help="every stored display of the cell")
+    p.add_argument("--seeds", action="store_true", help="add the spread of the five-fold mean over stored seeds")
+    p.add_argument("--summary", action="store_true", help="only the counts and std ratios per figure")
+    p.add_argument("--grid", action="store_true",
+                   help="one compact table per figure: rows = datasets, columns = methods, 'ours / thesis'")
+    p.add_argument("--only", action="append", default=[], help="only these datasets (ours; repeatable)")
+    a = p.parse_args()
+    alias = {"breast-cancer": "sklearn-breast-cancer", **dict(x.split("=") for x in a.dataset_as)}
+    f = ResultSet.load(a.repo).frame
+    f = f[(f["task"] == "semisupervised") & (f["metric"] == "error") & (f["task.folds"].astype(int) == 5)]
+    f = protocol_rows(f, a.protocol)
+    if a.only:
+        f = f[f["dataset"].isin(a.only)]
+    figs = ["3.4", "3.5", "3.6"] if a.fig == "all" else [a.fig]
+    summary = []
+    for fig in figs:
+        rows = list(cells(f, fig, a, alias))
+        main_rows = [r for r in rows if r["main"]]
+        if a.grid and not a.summary:
+            methods = list(dict.fromkeys(r["method"] for r in main_rows))
+            print(f"\nFigure {fig}: ours (five folds, seed {0 if a.seed is None else a.seed}) / thesis; "
+                  "**bold**: outside the thesis's mean ± 2·std\n")
+            print("| dataset | " + " | ".join(methods) + " | majority |")
+            print("|---|" + "---|" * (len(methods) + 1))
+            for ds in sorted(dict.fromkeys(r["dataset"] for r in main_rows), key=UCI.index):
+                by = {r["method"]: r for r in main_rows if r["dataset"] == ds}
+                cells_ = []
+                for m in methods:
+                    r = by.get(m)
+                    if r is None:
+                        cells_.append("–"); continue
+                    txt = f"{r['mean']:.1f} ± {r['std']:.1f} / {r['tmean']} ± {r['tstd']}"
+                    cells_.append(txt if r["inside"] else f"**{txt}**")
+                print(f"| {ds} | " + " | ".join(cells_) + f" | {next(iter(by.values()))['majority']} |")
+        elif not a.summary:
+            hdr = "| thesis row | method | ours | thesis | gap / thesis std | std ratio | inside | majority baseline |"
+            if a.seeds:
+                hdr += " five-fold means over seeds (min – max) | seeds inside |"
+            print(f"\nFigure {fig} (l = {dict(zip(['3.4', '3.5', '3.6'], [30, 40, 50]))[fig]}), protocol {a.protocol}\n")
+            print(hdr); print("|" + "---|" * (hdr.count("|") - 1))
+            for r in rows:
+                z = abs(r["mean"] - r["tmean"]) / r["tstd"] if r["tstd"] > 0 else float("inf")
+                ratio = r["std"] / r["tstd"] if r["tstd"] > 0 else float("inf")
+                name = r["thesis_row"] if r["dataset"] == r["thesis_row"] else f"{r['thesis_row']} (as {r['dataset']})"
+                line = (f"| {name} | {r['method']} | {r['mean']:.1f} ± {r['std']:.1f} | {r['tmean']} ± {r['tstd']} | "
+                        f"{z:.1f} | {ratio:.1f} | {'yes' if r['inside'] else '**no**'} | {r['majority']} |")
+                if a.seeds:
+                    lo, hi, ins, n = r["seeds"]
+                    line += f" {lo:.1f} – {hi:.1f} | {ins}/{n} |"
+                print(line)
+        ratios = [r["std"] / r["tstd"] for r in main_rows if r["tstd"] > 0]
+        summary.append((fig, sum(r["inside"] for r in main_rows), len(main_rows),
+                        float(np.median(ratios)) if ratios else float("nan"),
+                        float(np.median([r["std"] for r in main_rows])) if main_rows else float("nan"),
+                        sum(r["std"] < r["tstd"] for r in main_rows)))
+    print(f"\nprotocol {a.protocol}, seed {0 if a.seed is None else a.seed}, {a.repo}\n")
+    print("| figure | inside | cells | median std ratio (ours / thesis) | median fold std (ours) | cells with our std < thesis's |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for fig, ins, n, ratio, sd, below in summary:
+        print(f"| {fig} | {ins} | {n} | {ratio:.2f} | {sd:.1f} | {below} |")
+
+
+if __name__ == "__main__":
+    main()
