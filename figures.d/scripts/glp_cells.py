@@ -1,7 +1,8 @@
-"""Thesis cells (Figures 3.4-3.6, UCI rows) beside ours from a malt repository.
+"""Thesis cells (Figures 3.4-3.6, UCI or text rows) beside ours from a malt repository.
 
-usage: glp_cells.py REPO FIG [--dataset-as THESIS=OURS ...] [--seed S] [--params P] [--variants] [--seeds]
-(FIG = 3.4, 3.5 or 3.6; reads the repository and malt/published/glp.csv; figures.d/ch3-glp-cells.md)
+usage: glp_cells.py REPO FIG [--rows uci|text] [--dataset-as THESIS=OURS ...] [--seed S] [--params P] [--variants] [--seeds]
+(FIG = 3.4, 3.5 or 3.6; reads the repository and malt/published/glp.csv; figures.d/ch3-glp-cells.md,
+figures.d/ch3-glp-text.md)
 Ours = mean ± std over the five folds of one experiment (seed 0 unless --seed); inside = |ours - thesis| <= 2 thesis std.
 """
 import argparse
@@ -11,12 +12,16 @@ from malt.report import published
 
 p = argparse.ArgumentParser()
 p.add_argument("repo"); p.add_argument("fig")
+p.add_argument("--rows", choices=("uci", "text"), default="uci", help="the thesis's UCI rows or its text rows")
 p.add_argument("--dataset-as", action="append", default=[])
 p.add_argument("--seed", type=int, default=None, help="one seed; default: seed 0 (and --seeds summary)")
-p.add_argument("--params", default="k_grid=10,5,20,3,select=inner-cv", help="display parameters of the row shown")
+p.add_argument("--params", default=None, help="display parameters of the row shown (default: those of the make targets)")
 p.add_argument("--variants", action="store_true", help="every stored display of the cell")
 p.add_argument("--seeds", action="store_true", help="add the spread of the five-fold mean over stored seeds")
 a = p.parse_args()
+if a.params is None:
+    a.params = {"uci": "k_grid=10,5,20,3,select=inner-cv",
+                "text": "k_grid=10,5,20,3,metric=cosine,select=inner-cv,weight=similarity"}[a.rows]
 alias = dict(x.split("=") for x in a.dataset_as)
 labeled = {"3.4": 30, "3.5": 40, "3.6": 50}[a.fig]
 rs = ResultSet.load(a.repo)
@@ -25,8 +30,9 @@ f = f[(f["task"] == "semisupervised") & (f["task.labeled"].astype(int) == labele
       & (f["task.folds"].astype(int) == 5)]
 ref = published()
 ref = ref[ref["source"] == f"Agovic 2011, Figure {a.fig}"]
-uci = ["hepatitis", "sklearn-breast-cancer", "wine", "iris", "glass", "pima", "usps-1234", "letter-ef"]
-ref = ref[ref["dataset"].isin(uci)]
+rows = {"uci": ["hepatitis", "sklearn-breast-cancer", "wine", "iris", "glass", "pima", "usps-1234", "letter-ef"],
+        "text": ["different100", "similar100", "same100", "different1000", "same1000", "classic3"]}[a.rows]
+ref = ref[ref["dataset"].isin(rows)]
 hdr = "| thesis row | method | ours | thesis | gap / thesis std | inside | majority baseline |"
 if a.seeds:
     hdr += " five-fold means over seeds (min – max) | seeds inside |"
