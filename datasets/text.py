@@ -298,12 +298,12 @@ for _kind, _label in (("different", "easy to separate"), ("similar", "moderately
         register_dataset(DatasetEntry(
             name=_name, loader=_newsgroups(_name, _kind, _per),
             description=f"20 Newsgroups {', '.join(GROUPS[_kind])} ({_label}), {_suffix} posts per group",
-            shape=f"{3 * int(_suffix)} docs, 3 classes", source=_NEWS, files=(NEWS_ARCHIVE,), tasks=_TASKS,
+            shape=f"{3 * int(_suffix)} posts drawn (those left empty dropped), 3 classes", source=_NEWS, files=(NEWS_ARCHIVE,), tasks=_TASKS,
             group="text"))
 register_dataset(DatasetEntry(
     name="news100", loader=_newsgroups("news100", "news", 100),
     description="20 Newsgroups, 100 posts from each of ten groups (the thesis's News100 / CMU100)",
-    shape="1000 docs, 10 classes", source=_NEWS, files=(NEWS_ARCHIVE,), tasks=_TASKS, group="text"))
+    shape="1000 posts drawn (997 kept), 10 classes", source=_NEWS, files=(NEWS_ARCHIVE,), tasks=_TASKS, group="text"))
 register_dataset(DatasetEntry(
     name="classic3", loader=load_classic3, description="Classic3: MEDLINE, CISI and CRANFIELD abstracts",
     shape="3891 docs × 4303 words, 3 classes", source="SMART collections via coclust; MALT_DATA/text/classic3/SOURCE.md",
