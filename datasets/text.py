@@ -18,14 +18,16 @@ words in at least 2 documents and at most half of them kept; documents left empt
 The tf-idf pipeline of ``X`` (``TFIDF``, recorded in ``meta['tfidf']`` and in the dataset hash)
 follows the source of the thesis's text sets, Banerjee, Dhillon, Ghosh & Sra (JMLR 2005, ref. [65]
 of ch. 3), who built them with the MC toolkit (Dhillon, Fan & Guan 2001): the message headers
-removed ("to avoid biasing the results") except the Subject line, stop words removed, no stemming,
-words kept
-when they occur in at least max(2, 0.2 %) and at most 15 % of the documents (MC's pruning; on the
-3893 raw Classic3 abstracts it leaves 4262 words, [65] reports 4666), tf × log(n/df) weights, rows
-scaled to unit length ([65]: "each document … is represented as a unit vector"). Classic3 is built
-from the raw SMART abstracts (title and abstract text) by the same pipeline. The Subject line stays
-because the thesis's numbers need it: without it GF's error on Different100 (ℓ = 30, k = 10) is
-32 % against the thesis's 7.3 ± 1.4 %, with it 10 % (measured; ``figures.d/ch3-glp.mk``).
+removed "to avoid biasing the results" (all of them, the Subject line too: version 2), stop words
+removed, no stemming, words kept when they occur in at least max(2, 0.2 %) and at most 15 % of the
+documents (MC's pruning; on the 3893 raw Classic3 abstracts it leaves 4262 words, [65] reports
+4666), tf × log(n/df) weights, rows scaled to unit length ([65]: "each document … is represented as
+a unit vector"). Classic3 is built from the raw SMART abstracts (title and abstract text) by the
+same pipeline. A post whose body leaves no word is dropped (from ``docs`` too: the two share their
+rows); an all-zero row would sit at cosine distance ½ from every document and become every
+document's neighbour in a cosine kNN graph. Version 1 kept the Subject line, because without it
+GF on Different100 had seemed to fail (32 %); that failure was one such empty post, a hub of the
+graph (figures.d/ch3-glp-text.md).
 
 The thesis's ASRS sets (1000 reports in 25 categories; ASRS3, 788 reports in 3 categories) are not
 public. ``asrs`` stands in with the 944 public SIAM-2007 ASRS reports: ``Y`` holds their 22 anomaly
@@ -51,10 +53,10 @@ NEWS_ARCHIVE = "text/20newsgroups/20news-19997.tar.gz"
 DRAW_SEED = 2011
 VOCABULARY = {"tokens": "[a-z]{2,}", "lowercase": True, "stop_words": "sklearn-english",
               "min_df": 2, "max_df": 0.5, "headers": "subject only"}
-TFIDF = {"version": 1, "source": "Banerjee et al. 2005 (MC toolkit)", "headers": "removed except Subject",
+TFIDF = {"version": 2, "source": "Banerjee et al. 2005 (MC toolkit)", "headers": "all removed (Subject too)",
          "tokens": "[a-z]{2,}", "lowercase": True, "stop_words": "sklearn-english", "stemming": False,
          "min_df": "max(2, 0.2% of documents)", "max_df": 0.15, "tf": "raw count", "idf": "log(n/df)",
-         "norm": "l2"}
+         "norm": "l2", "empty": "posts whose body leaves no word dropped"}
 """The pipeline of the ``X`` component (chapter 3's document vectors); bump ``version`` on any change."""
 
 GROUPS = {
@@ -70,7 +72,13 @@ GROUPS = {
 _TOKEN = re.compile(r"[a-z]{2,}")
 
 
+def message_body(text: str) -> str:
+    """A Usenet post without its header block (everything before the first blank line): ``X``'s text."""
+    return text.partition("\n\n")[2]
+
+
 def _strip_headers(text: str) -> str:
+    """Subject line + body: the topic-model vocabulary's text (``VOCABULARY``)."""
     head, _, body = text.partition("\n\n")
     subject = next((line[8:] for line in head.splitlines() if line.lower().startswith("subject:")), "")
     return subject + "\n" + body
@@ -141,13 +149,21 @@ def _newsgroups(name: str, kind: str, per_group: int | None):
         groups = GROUPS[kind]
         raw, y, ids = draw_posts(name, read_newsgroups(roots, groups), per_group)
         texts = [_strip_headers(t) for t in raw]
-        counts, vocab, kept = count_matrix(texts)
-        X, words = tfidf_vectors(texts)
-        meta = {"classes": list(groups), "documents": [ids[i] for i in kept],
-                "dropped_empty": int(len(raw) - len(kept)), "draw_seed": DRAW_SEED,
-                "tfidf_words": words, "tfidf_empty_rows": int(np.sum(X[kept].getnnz(axis=1) == 0)),
+        bodies = [message_body(t) for t in raw]
+        rows = np.arange(len(raw))
+        while True:  # drop posts left empty by either pipeline, refit on the rest (once or twice)
+            X, words = tfidf_vectors([bodies[i] for i in rows])
+            counts, vocab, kept = count_matrix([texts[i] for i in rows])
+            full = np.zeros(rows.size, dtype=bool)
+            full[kept] = True
+            full &= X.getnnz(axis=1) > 0
+            if full.all():
+                break
+            rows = rows[full]
+        meta = {"classes": list(groups), "documents": [ids[i] for i in rows],
+                "dropped_empty": int(len(raw) - rows.size), "draw_seed": DRAW_SEED, "tfidf_words": words,
                 "hash_meta": {"draw_seed": DRAW_SEED}}
-        return with_topic_vocabulary(_corpus(name, counts, vocab, y[kept], meta, X[kept]), [texts[i] for i in kept])
+        return with_topic_vocabulary(_corpus(name, counts, vocab, y[rows], meta, X), [texts[i] for i in rows])
     return load
 
 
@@ -282,12 +298,12 @@ for _kind, _label in (("different", "easy to separate"), ("similar", "moderately
         register_dataset(DatasetEntry(
             name=_name, loader=_newsgroups(_name, _kind, _per),
             description=f"20 Newsgroups {', '.join(GROUPS[_kind])} ({_label}), {_suffix} posts per group",
-            shape=f"{3 * int(_suffix)} docs, 3 classes", source=_NEWS, files=(NEWS_ARCHIVE,), tasks=_TASKS,
+            shape=f"{3 * int(_suffix)} posts drawn (those left empty dropped), 3 classes", source=_NEWS, files=(NEWS_ARCHIVE,), tasks=_TASKS,
             group="text"))
 register_dataset(DatasetEntry(
     name="news100", loader=_newsgroups("news100", "news", 100),
     description="20 Newsgroups, 100 posts from each of ten groups (the thesis's News100 / CMU100)",
-    shape="1000 docs, 10 classes", source=_NEWS, files=(NEWS_ARCHIVE,), tasks=_TASKS, group="text"))
+    shape="1000 posts drawn (997 kept), 10 classes", source=_NEWS, files=(NEWS_ARCHIVE,), tasks=_TASKS, group="text"))
 register_dataset(DatasetEntry(
     name="classic3", loader=load_classic3, description="Classic3: MEDLINE, CISI and CRANFIELD abstracts",
     shape="3891 docs × 4303 words, 3 classes", source="SMART collections via coclust; MALT_DATA/text/classic3/SOURCE.md",

@@ -20,8 +20,10 @@
 #  * one kNN graph per dataset from malt.graphs: union-symmetrised ("(x_i, x_j) ∈ E whenever
 #    (x_j, x_i) ∈ E", the thesis's own kNN rule, §6.4), RBF weights exp(-d²/2σ²) with σ the median
 #    kNN distance on UCI sets; cosine kNN with cosine-similarity weights on the tf-idf text sets
-#    (TEXT_PARAMS: metric=cosine weight=similarity; datasets/text.py TFIDF pipeline: headers dropped
-#    except Subject, stop words, df in [max(2, 0.2 %), 15 %], tf·log(n/df), unit rows);
+#    (TEXT_PARAMS: metric=cosine weight=similarity; datasets/text.py TFIDF pipeline version 2, as the
+#    thesis's source [65]: every Usenet header dropped (Subject too), stop words, no stemming, df in
+#    [max(2, 0.2 %), 15 %], tf·log(n/df), unit rows; posts left empty dropped, since an empty row
+#    would be every document's cosine neighbour); figures.d/ch3-glp-text.md has the text cells;
 #  * every method's parameters chosen by 5-fold inner CV on the labelled points only
 #    (GLP_PARAMS: select=inner-cv, malt.selection; k from k_grid = 10,5,20,3 and each method's own
 #    <name>_grid at its defaults: α for lgc/lnp, γ for tikreg, walk length for gwem, embedding size
@@ -85,13 +87,14 @@ fig-3-5: install
 fig-3-6: install
 	$(call glp_table,fig-3-6,50,$(F34_DATASETS),$(F34_ALGOS),$(GLP_PARAMS),$(F34_BASELINES),$(GLP_TASK))
 
-# The same on the text sets (the thesis's rows Dif100 ... Classic3 of Figures 3.4-3.6).
+# The same on the text sets (the thesis's rows Dif100 ... Classic3 of Figures 3.4-3.6), with the
+# majority baseline (the thesis's CK cells on Sim100, Same100, Dif1000, Same1000 sit at its error).
 fig-3-4-text: install
-	$(call glp_table,fig-3-4-text,30,$(TEXT_DATASETS),$(F34_ALGOS),$(TEXT_PARAMS))
+	$(call glp_table,fig-3-4-text,30,$(TEXT_DATASETS),$(F34_ALGOS),$(TEXT_PARAMS),$(F34_BASELINES))
 fig-3-5-text: install
-	$(call glp_table,fig-3-5-text,40,$(TEXT_DATASETS),$(F34_ALGOS),$(TEXT_PARAMS))
+	$(call glp_table,fig-3-5-text,40,$(TEXT_DATASETS),$(F34_ALGOS),$(TEXT_PARAMS),$(F34_BASELINES))
 fig-3-6-text: install
-	$(call glp_table,fig-3-6-text,50,$(TEXT_DATASETS),$(F34_ALGOS),$(TEXT_PARAMS))
+	$(call glp_table,fig-3-6-text,50,$(TEXT_DATASETS),$(F34_ALGOS),$(TEXT_PARAMS),$(F34_BASELINES))
 
 # Figure 3.3: the six embedding-based methods on the two-class sets, l = 30, 40, 50.
 fig-3-3: install

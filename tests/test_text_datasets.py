@@ -29,16 +29,18 @@ def test_different100_draw_is_balanced_reproducible_and_from_the_named_groups(di
     again = entry("different100").loader(DataRoots([root]))
     assert data.hash == again.hash
     assert data.meta["documents"] == again.meta["documents"]
-    assert np.bincount(data["y"]).tolist() == [100, 100, 100]
+    counts = np.bincount(data["y"])  # 100 drawn per group; posts left empty are dropped (one here)
+    assert counts.max() == 100 and counts.sum() == 300 - data.meta["dropped_empty"] and data.meta["dropped_empty"] <= 3
     groups = {doc.split("/")[0] for doc in data.meta["documents"]}
     assert groups == {"alt.atheism", "rec.sport.baseball", "sci.space"}
-    assert len(set(data.meta["documents"])) == 300
+    assert len(set(data.meta["documents"])) == counts.sum()
 
 
 def test_counts_match_a_brute_force_tokenisation_of_the_raw_posts(different100):
     data, root = different100
     vocab = {w: j for j, w in enumerate(data["vocab"])}
-    wanted = {data.meta["documents"][i]: i for i in (0, 150, 299)}
+    last = len(data.meta["documents"]) - 1
+    wanted = {data.meta["documents"][i]: i for i in (0, 150, last)}
     with tarfile.open(root / NEWS_ARCHIVE) as archive:
         for member in archive:
             key = "/".join(member.name.split("/")[1:])
@@ -87,30 +89,62 @@ FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures" / "text"
 
 @pytest.mark.timeout(30)
 def test_tfidf_pipeline_on_a_fixture_computed_by_hand():
-    """The X pipeline (TFIDF) on 20 tiny posts: headers dropped except the Subject line, stop words
-    out, words kept in 2..3 documents (max(2, 0.2 %) and 15 % of 20), tf·ln(n/df), unit rows.
+    """The X pipeline (TFIDF, version 2) on 20 tiny posts: every header line dropped (the Subject
+    too), stop words out, words kept in 2..3 documents (max(2, 0.2 %) and 15 % of 20), tf·ln(n/df),
+    unit rows.
 
-    Hand count: rocket in posts 0, 2; orbit in 0, 1, 3 (also in the Organization header of 5, 6,
-    which must not count); fruit and basket only in the Subject lines of 12, 13; hello and note
-    in every Subject (dropped, df 20 > 3); the, is, and are stop words; single-document words drop.
+    Hand count over the bodies: rocket in posts 0, 2; orbit in 0, 1, 3 (also in the Organization
+    header of 5, 6, which must not count); fruit and basket only in the Subject lines of 12, 13
+    (dropped with the headers); the, is, and are stop words; single-document words drop.
     """
-    from malt.datasets.text import TFIDF, _strip_headers, tfidf_vectors
+    from malt.datasets.text import TFIDF, message_body, tfidf_vectors
 
     posts = (FIXTURES / "posts.txt").read_text().split("%%\n")
-    X, words = tfidf_vectors([_strip_headers(p) for p in posts])
-    assert words == 11  # basket belief faith fruit god homer inning launch orbit pitcher rocket
-    assert X.shape == (20, 11)
+    X, words = tfidf_vectors([message_body(p) for p in posts])
+    assert words == 9  # belief faith god homer inning launch orbit pitcher rocket
+    assert X.shape == (20, 9)
     ln = np.log
     expected0 = np.array([2 * ln(20 / 2), 1 * ln(20 / 3)])  # post 0: rocket ×2, orbit ×1
     row0 = X[0].toarray().ravel()
     np.testing.assert_allclose(np.sort(row0[row0 > 0]), np.sort(expected0 / np.linalg.norm(expected0)))
     row5 = X[5].toarray().ravel()  # "inning homer": orbit of its header must not appear
     np.testing.assert_allclose(np.sort(row5[row5 > 0]), [2 ** -0.5, 2 ** -0.5])
-    row12 = X[12].toarray().ravel()  # "apple" (df 1, dropped) + Subject "fruit basket"
-    np.testing.assert_allclose(np.sort(row12[row12 > 0]), [2 ** -0.5, 2 ** -0.5])
-    assert X[14].nnz == 0  # "cherry" alone: an empty row stays zero
+    assert X[12].nnz == 0 and X[13].nnz == 0  # "apple", "banana": their Subject words are gone
     np.testing.assert_allclose(sp.linalg.norm(X[:11], axis=1), 1.0)
-    assert TFIDF["version"] >= 1 and TFIDF["max_df"] == 0.15
+    assert TFIDF["version"] == 2 and TFIDF["max_df"] == 0.15
+
+
+def test_different100_x_is_a_brute_force_tfidf_of_the_message_bodies(different100):
+    """X of Different100 against an independent count (dicts, no scikit-learn) over the bodies of
+    the posts it lists: posts whose body leaves no word are the ones dropped, no row is empty (an
+    empty row would be every document's nearest cosine neighbour), and X Xᵀ (free of the column
+    order) equals the brute-force tf·ln(n/df) unit rows'."""
+    from collections import Counter
+
+    data, root = different100
+    ids = data.meta["documents"]
+    X = data["X"]
+    assert X.shape[0] == data["docs"].shape[0] == len(ids) == 300 - data.meta["dropped_empty"]
+    assert X.getnnz(axis=1).min() > 0
+    bodies = {}
+    with tarfile.open(root / NEWS_ARCHIVE) as archive:
+        for member in archive:
+            parts = member.name.split("/")
+            if member.isfile() and len(parts) == 3 and parts[1] in {"alt.atheism", "rec.sport.baseball", "sci.space"}:
+                bodies["/".join(parts[1:])] = archive.extractfile(member).read().decode("latin-1").partition("\n\n")[2]
+    tokens = [[t for t in re.findall(r"[a-z]{2,}", bodies[i].lower()) if t not in ENGLISH_STOP_WORDS] for i in ids]
+    n = len(ids)
+    df = Counter(w for doc in tokens for w in set(doc))
+    vocab = sorted(w for w, c in df.items() if max(2, np.ceil(0.002 * n)) <= c <= 0.15 * n)
+    col = {w: j for j, w in enumerate(vocab)}
+    B = np.zeros((n, len(vocab)))
+    for i, doc in enumerate(tokens):
+        for w, c in Counter(doc).items():
+            if w in col:
+                B[i, col[w]] = c * np.log(n / df[w])
+    assert X.shape[1] == len(vocab) and (B > 0).sum(axis=1).min() > 0
+    B /= np.linalg.norm(B, axis=1, keepdims=True)
+    np.testing.assert_allclose((X @ X.T).toarray(), B @ B.T, atol=1e-10)
 
 
 @pytest.mark.timeout(30)
@@ -128,7 +162,7 @@ def test_classic3_tfidf_rows_line_up_with_the_count_matrix():
     data, _ = _load("classic3", "text/classic3/classic3.csv.gz", "text/classic3/med.all.gz")
     X, docs = data["X"], data["docs"]
     assert X.shape[0] == docs.shape[0] == 3891 and data.meta["raw_documents"] == 3893
-    assert data.meta["tfidf_words"] == X.shape[1] and data.meta["tfidf"]["version"] == 1
+    assert data.meta["tfidf_words"] == X.shape[1] and data.meta["tfidf"]["version"] == 2
     np.testing.assert_allclose(sp.linalg.norm(X, axis=1), 1.0)
     from malt.datasets.text import classic3_alignment, classic3_texts
 

@@ -1,9 +1,9 @@
-"""Thesis cells (Figures 3.4-3.6, UCI rows) beside ours from a malt repository.
+"""Thesis cells (Figures 3.4-3.6, UCI or text rows) beside ours from a malt repository.
 
-usage: glp_cells.py REPO FIG [--protocol fold|unlabeled|stratified|stratified-unlabeled] [--seed S]
+usage: glp_cells.py REPO FIG [--rows uci|text] [--protocol fold|unlabeled|stratified|stratified-unlabeled] [--seed S]
                     [--dataset-as THESIS=OURS ...] [--only DATASET ...] [--params P] [--variants] [--seeds] [--summary]
 FIG = 3.4, 3.5, 3.6, or `all` (the three); reads the repository and malt/published/glp.csv;
-figures.d/ch3-glp-cells.md has the tables it printed.
+figures.d/ch3-glp-cells.md (UCI) and figures.d/ch3-glp-text.md (text) have the tables it printed.
 Ours = mean ± std over the five folds of one experiment (seed 0 unless --seed) run with the
 `semisupervised` task options of --protocol (stratify, evaluate; default: the task's defaults);
 inside = |ours - thesis| <= 2 thesis std; "std ratio" = our fold std / the thesis's std.
@@ -19,7 +19,11 @@ from malt.results import ResultSet
 
 PROTOCOLS = {"fold": (False, "fold"), "unlabeled": (False, "unlabeled"),
              "stratified": (True, "fold"), "stratified-unlabeled": (True, "unlabeled")}
-UCI = ["hepatitis", "sklearn-breast-cancer", "wine", "iris", "glass", "pima", "usps-1234", "letter-ef"]
+ROWS = {"uci": ["hepatitis", "sklearn-breast-cancer", "wine", "iris", "glass", "pima", "usps-1234", "letter-ef"],
+        "text": ["different100", "similar100", "same100", "different1000", "same1000", "classic3"]}
+# the display parameters of the make targets' rows (TEXT_PARAMS adds the cosine graph)
+PARAMS = {"uci": "k_grid=10,5,20,3,select=inner-cv",
+          "text": "k_grid=10,5,20,3,metric=cosine,select=inner-cv,weight=similarity"}
 
 
 def protocol_rows(frame, protocol):
@@ -35,7 +39,7 @@ def cells(frame, fig, a, alias):
     f = frame[(frame["task.labeled"].astype(int) == labeled)]
     ref = published()
     ref = ref[(ref["source"] == f"Agovic 2011, Figure {fig}")]
-    ref = ref[ref["dataset"].map(lambda d: alias.get(d, d)).isin(UCI)]
+    ref = ref[ref["dataset"].map(lambda d: alias.get(d, d)).isin(ROWS[a.rows])]
     seed = 0 if a.seed is None else a.seed
     for _, r in ref.iterrows():
         ds = alias.get(r["dataset"], r["dataset"])
@@ -66,11 +70,13 @@ def cells(frame, fig, a, alias):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("repo"); p.add_argument("fig", choices=["3.4", "3.5", "3.6", "all"])
+    p.add_argument("--rows", choices=list(ROWS), default="uci", help="the thesis's UCI rows or its text rows")
     p.add_argument("--protocol", choices=list(PROTOCOLS), default="fold",
                    help="task options of the rows shown: stratify and evaluate (fold = the task's defaults)")
     p.add_argument("--dataset-as", action="append", default=[])
     p.add_argument("--seed", type=int, default=None, help="one seed; default: seed 0 (and --seeds summary)")
-    p.add_argument("--params", default="k_grid=10,5,20,3,select=inner-cv", help="display parameters of the row shown")
+    p.add_argument("--params", default=None,
+                   help="display parameters of the row shown (default: those of the make targets for --rows)")
     p.add_argument("--variants", action="store_true", help="every stored display of the cell")
     p.add_argument("--seeds", action="store_true", help="add the spread of the five-fold mean over stored seeds")
     p.add_argument("--summary", action="store_true", help="only the counts and std ratios per figure")
@@ -78,6 +84,8 @@ def main():
                    help="one compact table per figure: rows = datasets, columns = methods, 'ours / thesis'")
     p.add_argument("--only", action="append", default=[], help="only these datasets (ours; repeatable)")
     a = p.parse_args()
+    if a.params is None:
+        a.params = PARAMS[a.rows]
     alias = {"breast-cancer": "sklearn-breast-cancer", **dict(x.split("=") for x in a.dataset_as)}
     f = ResultSet.load(a.repo).frame
     f = f[(f["task"] == "semisupervised") & (f["metric"] == "error") & (f["task.folds"].astype(int) == 5)]
@@ -95,7 +103,7 @@ def main():
                   "**bold**: outside the thesis's mean ± 2·std\n")
             print("| dataset | " + " | ".join(methods) + " | majority |")
             print("|---|" + "---|" * (len(methods) + 1))
-            for ds in sorted(dict.fromkeys(r["dataset"] for r in main_rows), key=UCI.index):
+            for ds in sorted(dict.fromkeys(r["dataset"] for r in main_rows), key=ROWS[a.rows].index):
                 by = {r["method"]: r for r in main_rows if r["dataset"] == ds}
                 cells_ = []
                 for m in methods:
