@@ -96,7 +96,9 @@ class GraphSpec:
 
 def prepared(X, metric: str = "euclidean", scale: str = "none"):
     """The rows the search compares: scaled features (a sparse X stays CSR when unscaled), unit rows
-    for 'cosine' (zero rows stay zero), the dense similarity matrix for 'similarity'."""
+    for 'cosine', the dense similarity matrix for 'similarity'. An all-zero row has no cosine
+    distance: left as it is it would sit at ½ from every unit row, nearer than most real pairs, and
+    become every point's neighbour, so it is refused."""
     from malt import linalg
 
     if metric == "similarity":
@@ -111,6 +113,12 @@ def prepared(X, metric: str = "euclidean", scale: str = "none"):
     if metric == "cosine":
         from sklearn.preprocessing import normalize
 
+        empty = np.flatnonzero(np.asarray(abs(Z).sum(axis=1)).ravel() == 0)
+        if empty.size:
+            shown = ", ".join(map(str, empty[:5])) + (", …" if empty.size > 5 else "")
+            raise GraphError(f"metric='cosine' needs rows with a non-zero entry, but {empty.size} row(s) of the "
+                             f"features are all zero (rows {shown}); drop them from the dataset or use "
+                             "metric='euclidean'.")
         Z = normalize(Z)
     return Z
 

@@ -137,3 +137,16 @@ def test_cached_graph_is_computed_once_and_shared_by_every_k_of_a_grid():
     assert len(ctx.cache.new_keys) == 3
     np.testing.assert_allclose(W10.toarray(), knn_graph(X, GraphSpec(k=10)).toarray())
     np.testing.assert_allclose(W5.toarray(), knn_graph(X, GraphSpec(k=5)).toarray())
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("sparse", [False, True])
+def test_cosine_refuses_all_zero_rows_naming_them(sparse):
+    """An all-zero row has no cosine distance (a text with no word left); measured before the check,
+    it sat at ½ from every unit row and became every document's neighbour. The search names the rows."""
+    X = np.abs(np.random.default_rng(0).normal(size=(8, 5)))
+    X[[2, 6]] = 0.0
+    X = sp.csr_matrix(X) if sparse else X
+    with pytest.raises(GraphError, match=r"2 row\(s\) of the features are all zero \(rows 2, 6\)"):
+        neighbours(X, 3, "cosine")
+    neighbours(X, 3, "euclidean")  # the Euclidean distance is defined for them
