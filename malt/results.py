@@ -320,26 +320,19 @@ def _param_value(value):
 
 def numeric_diagnostics(record: dict) -> dict[str, float]:
     """A unit's diagnostics reduced to numbers: scalars as they are, a numeric list (a bound trace,
-    say) by its last value and length, a mapping by its entries as ``name.key``; plus the unit's fit
-    seconds."""
+    say) by its last value and length; plus the unit's fit seconds."""
     out = {"fit_seconds": float(record.get("fit_seconds", np.nan))}
     if "fit_cpu_seconds" in record:
         out["fit_cpu_seconds"] = float(record["fit_cpu_seconds"])
-    _add_numbers(out, "", record.get("diagnostics") or {})
-    return out
-
-
-def _add_numbers(out: dict[str, float], prefix: str, diagnostics: dict) -> None:
-    for name, value in diagnostics.items():
-        name = f"{prefix}{name}"
-        if isinstance(value, (bool, int, float)):
+    for name, value in (record.get("diagnostics") or {}).items():
+        if isinstance(value, bool):
             out[name] = float(value)
-        elif isinstance(value, dict):
-            _add_numbers(out, f"{name}.", value)
-        elif isinstance(value, (list, tuple)) and value and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        elif isinstance(value, (int, float)):
+            out[name] = float(value)
+        elif isinstance(value, (list, tuple)) and value and all(isinstance(v, (int, float)) for v in value):
             out[f"{name} (last)"] = float(value[-1])
             out[f"{name} (length)"] = float(len(value))
+    return out
 
 
 def format_mean_std(mean: float, std: float) -> str:
