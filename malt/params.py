@@ -147,7 +147,8 @@ class Params:
             for element in elements:
                 if constraint is not None and element not in constraint:
                     raise InvalidParameterError(
-                        f"The '{info.name}' parameter of {self._owner} must be {info.type_name()} "
+                        f"The '{info.name}' parameter of {self._owner} must be "
+                        f"{'' if isinstance(constraint, Options) else info.type_name() + ' '}"
                         f"{constraint.describe()}. Got {value!r} instead."
                     )
 

@@ -19,7 +19,7 @@ def test_validation_message_names_field_range_and_value():
     with pytest.raises(InvalidParameterError, match=r"The 'alpha' parameter of .* must be a float in the range "
                                                     r"\(0, 1\)\. Got 1\.5 instead\."):
         Example(alpha=1.5)
-    with pytest.raises(InvalidParameterError, match="'mode'.*one of 'fast', 'exact'"):
+    with pytest.raises(InvalidParameterError, match="'mode' parameter of .* must be one of 'fast', 'exact'"):
         Example(mode="slow")
     with pytest.raises(InvalidParameterError, match="'k'.*must be an int"):
         Example(k=2.5)
