@@ -132,3 +132,26 @@ def test_evaluate_unlabeled_scores_every_point_but_the_labelled_ones():
     labels[wrong] = (labels[wrong] + 1) % 4
     assert task.score(d, P, s, Prediction(labels=labels)) == {"error": pytest.approx(5 / 91)}
     assert task.Params(labeled=12).key() != P.key()
+
+
+@pytest.mark.timeout(30)
+def test_stratified_folds_hold_every_class_share_within_one():
+    """Hand-computed: 12 / 8 / 5 rows of three classes in 5 folds → per fold 12/5 → 2 or 3 (two folds
+    of 3), 8/5 → 1 or 2 (three of 2), 5/5 → exactly 1; fold sizes 25/5 = 5 each. Hepatitis's 32 DIE
+    of 155 rows → 6 or 7 DIE in every fold (unstratified, its folds hold 5-8)."""
+    from malt.tasks.base import stratified_fold_assignment
+
+    y = np.repeat([0, 1, 2], [12, 8, 5])
+    for seed in range(5):
+        ids = stratified_fold_assignment(y, 5, seed)
+        counts = np.array([[np.sum((ids == f) & (y == c)) for c in range(3)] for f in range(5)])
+        assert sorted(counts[:, 0]) == [2, 2, 2, 3, 3] and sorted(counts[:, 1]) == [1, 1, 2, 2, 2]
+        assert counts[:, 2].tolist() == [1] * 5 and counts.sum(axis=1).tolist() == [5] * 5
+    np.testing.assert_array_equal(stratified_fold_assignment(y, 5, 3), stratified_fold_assignment(y, 5, 3))
+    assert not np.array_equal(stratified_fold_assignment(y, 5, 3), stratified_fold_assignment(y, 5, 4))
+    hep = np.repeat([0, 1], [32, 123])
+    die = np.bincount(stratified_fold_assignment(hep, 5, 0)[hep == 0], minlength=5)
+    assert set(die) <= {6, 7} and die.sum() == 32
+    d, task = dataset(), get_task("semisupervised")
+    s = task.split(d, task.Params(labeled=12, stratify_folds=True), 0)
+    assert len(s.evaluate) in (20, 21) and np.sum(s.y >= 0) == 12

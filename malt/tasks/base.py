@@ -269,6 +269,18 @@ def fold_assignment(n: int, folds: int, seed: int) -> np.ndarray:
     return ids
 
 
+def stratified_fold_assignment(y: np.ndarray, folds: int, seed: int) -> np.ndarray:
+    """Random fold ids (0..folds-1) for the rows of class ids ``y`` with every class spread evenly:
+    rows ordered by class (random order within each), then dealt round-robin, so each fold holds
+    each class's count within one and every fold's size within one. Reproducible from the seed."""
+    y = np.asarray(y)
+    rng = np.random.default_rng([seed, y.size, folds, 1])
+    order = np.lexsort((rng.permutation(y.size), y))
+    ids = np.empty(y.size, dtype=np.int64)
+    ids[order] = (np.arange(y.size) + rng.integers(folds)) % folds
+    return ids
+
+
 def subkey_rng(*parts: Any) -> np.random.Generator:
     """A generator seeded from integers/strings, for task-level randomness (hidden masks...)."""
     digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()

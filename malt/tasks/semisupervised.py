@@ -10,7 +10,8 @@ is 20.8 ± 0.0 over five folds; figures.d/ch3-glp-cells.md, R3). With ``evaluate
 error is measured on every unlabelled point (n − ℓ of them, the training folds' included) instead
 of fold f: each fold is then one labelled draw scored on all the rest, the protocol the thesis's
 small fold-to-fold stds point to (its Hepatitis 20.8 ± 0.0 is 26/125, a count over the 125 = 155 − 30
-unlabelled points, not over a 31-point fold).
+unlabelled points, not over a 31-point fold). ``stratify_folds`` assigns the folds themselves per
+class, so that every fold's pool of training points holds the same class counts (within one).
 """
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ import numpy as np
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.splits import Prediction, SemiSupervisedSplit
-from malt.tasks.base import Metric, Setting, Task, as_array, fold_assignment, register_task, subkey_rng
+from malt.tasks.base import (Metric, Setting, Task, as_array, fold_assignment, register_task, stratified_fold_assignment,
+                             subkey_rng)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,6 +34,8 @@ class SemiSupervisedParams(Params):
     seed: int = param(0, "seed of the fold assignment and the labelled points", Interval(0, None), repetition=True)
     stratify: bool = param(False, "draw the labelled points per class, in proportion to the training folds",
                            Options(False, True))
+    stratify_folds: bool = param(False, "assign the folds per class, each fold holding every class's share "
+                                 "(within one point)", Options(False, True))
     evaluate: str = param("fold", "which unlabelled points are scored: the held-out fold, or every "
                           "unlabelled point (n − ℓ)", Options("fold", "unlabeled"))
 
@@ -92,7 +96,8 @@ class SemiSupervisedTask(Task):
 
     def split(self, dataset, params, fold):
         y = np.asarray(dataset["y"]).astype(np.int64)
-        ids = fold_assignment(len(y), params.folds, params.seed)
+        ids = (stratified_fold_assignment(y, params.folds, params.seed) if params.stratify_folds
+               else fold_assignment(len(y), params.folds, params.seed))
         test = np.flatnonzero(ids == fold)
         pool = np.flatnonzero(ids != fold)
         rng = subkey_rng("semisupervised", params.seed, fold)
