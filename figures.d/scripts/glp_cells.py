@@ -1,11 +1,11 @@
 """Thesis cells (Figures 3.4-3.6, UCI or text rows) beside ours from a malt repository.
 
-usage: glp_cells.py REPO FIG [--rows uci|text] [--protocol fold|unlabeled|stratified|stratified-unlabeled] [--seed S]
+usage: glp_cells.py REPO FIG [--rows uci|text] [--protocol fold|unlabeled|stratified|stratified-unlabeled|stratified-folds-unlabeled] [--seed S]
                     [--dataset-as THESIS=OURS ...] [--only DATASET ...] [--params P] [--variants] [--seeds] [--summary]
 FIG = 3.4, 3.5, 3.6, or `all` (the three); reads the repository and malt/published/glp.csv;
 figures.d/ch3-glp-cells.md (UCI) and figures.d/ch3-glp-text.md (text) have the tables it printed.
 Ours = mean ± std over the five folds of one experiment (seed 0 unless --seed) run with the
-`semisupervised` task options of --protocol (stratify, evaluate; default: the task's defaults);
+`semisupervised` task options of --protocol (stratify, evaluate, stratify_folds; default: the task's defaults);
 inside = |ours - thesis| <= 2 thesis std; "std ratio" = our fold std / the thesis's std.
 The thesis's Cancer row is WDBC: breast-cancer=sklearn-breast-cancer is always applied.
 """
@@ -17,8 +17,9 @@ import pandas as pd
 from malt.report import published
 from malt.results import ResultSet
 
-PROTOCOLS = {"fold": (False, "fold"), "unlabeled": (False, "unlabeled"),
-             "stratified": (True, "fold"), "stratified-unlabeled": (True, "unlabeled")}
+PROTOCOLS = {"fold": (False, "fold", False), "unlabeled": (False, "unlabeled", False),
+             "stratified": (True, "fold", False), "stratified-unlabeled": (True, "unlabeled", False),
+             "stratified-folds-unlabeled": (True, "unlabeled", True)}
 ROWS = {"uci": ["hepatitis", "sklearn-breast-cancer", "wine", "iris", "glass", "pima", "usps-1234", "letter-ef"],
         "text": ["different100", "similar100", "same100", "different1000", "same1000", "classic3"]}
 # the display parameters of the make targets' rows (TEXT_PARAMS adds the cosine graph)
@@ -28,10 +29,11 @@ PARAMS = {"uci": "k_grid=10,5,20,3,select=inner-cv",
 
 def protocol_rows(frame, protocol):
     """Rows of one protocol; a task option missing from the frame (or a row) is at its default."""
-    stratify, evaluate = PROTOCOLS[protocol]
+    stratify, evaluate, by_class = PROTOCOLS[protocol]
     s = frame.get("task.stratify", pd.Series(False, index=frame.index)).fillna(False).astype(str)
     e = frame.get("task.evaluate", pd.Series("fold", index=frame.index)).fillna("fold").astype(str)
-    return frame[(s == str(stratify)) & (e == evaluate)]
+    b = frame.get("task.stratify_folds", pd.Series(False, index=frame.index)).fillna(False).astype(str)
+    return frame[(s == str(stratify)) & (e == evaluate) & (b == str(by_class))]
 
 
 def cells(frame, fig, a, alias):
@@ -72,7 +74,7 @@ def main():
     p.add_argument("repo"); p.add_argument("fig", choices=["3.4", "3.5", "3.6", "all"])
     p.add_argument("--rows", choices=list(ROWS), default="uci", help="the thesis's UCI rows or its text rows")
     p.add_argument("--protocol", choices=list(PROTOCOLS), default="fold",
-                   help="task options of the rows shown: stratify and evaluate (fold = the task's defaults)")
+                   help="task options of the rows shown: stratify, evaluate, stratify_folds (fold = the task's defaults)")
     p.add_argument("--dataset-as", action="append", default=[])
     p.add_argument("--seed", type=int, default=None, help="one seed; default: seed 0 (and --seeds summary)")
     p.add_argument("--params", default=None,
