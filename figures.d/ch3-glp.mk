@@ -16,7 +16,11 @@
 #    GLP_TASK= runs the task's defaults (held-out fold, unstratified draw). Tables filter on the
 #    options GLP_TASK names, so a FIGREPO that also holds another protocol's runs needs both named
 #    (e.g. GLP_TASK='stratify=False evaluate=unlabeled'). The text targets (fig-3-2, fig-3-*-text)
-#    do not pass GLP_TASK yet;
+#    do not pass GLP_TASK yet: their cell-by-cell reasons (figures.d/ch3-glp-text.md) were measured on
+#    the held-out fold; under GLP_TASK their stds match the thesis's too (ratio 0.83-1.01 against
+#    1.4-1.7) but 59 of 114 cells are inside against 72 (same file). `stratify_folds=True` (folds
+#    assigned per class) puts the Hepatitis majority baseline at exactly the thesis's TIKREG/CK
+#    20.8 ± 0.0; it is not in GLP_TASK (46/46/44 → 44/41/44 UCI cells inside; ch3-glp-cells.md, R3);
 #  * one kNN graph per dataset from malt.graphs: union-symmetrised ("(x_i, x_j) ∈ E whenever
 #    (x_j, x_i) ∈ E", the thesis's own kNN rule, §6.4), RBF weights exp(-d²/2σ²) with σ the median
 #    kNN distance on UCI sets; cosine kNN with cosine-similarity weights on the tf-idf text sets
