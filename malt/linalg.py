@@ -91,9 +91,25 @@ def sq_dists(A, B=None) -> np.ndarray:
 
 
 def median_width(D2: np.ndarray) -> float:
-    """Median heuristic: the median of the pairwise distances (off-diagonal), as an RBF width."""
+    """Median heuristic: the median of the pairwise distances (off-diagonal), as an RBF width.
+
+    ``D2`` holds squared distances (n_a, n_b). When it is square with a zero diagonal (distances within
+    one set, `sq_dists`), those n zeros are its n smallest entries, so the off-diagonal median is read
+    off one partition of the whole matrix at ranks n + N/2 − 1 and n + N/2 (N = n(n − 1) entries off
+    the diagonal): the same value as masking the diagonal out, without the copy. O(n²).
+    """
     n = D2.shape[0]
-    off = D2[~np.eye(n, dtype=bool)] if D2.shape[0] == D2.shape[1] else D2.ravel()
+    if D2.shape[0] != D2.shape[1]:
+        off = D2.ravel()
+    elif not np.any(np.diagonal(D2)):
+        half = n * (n - 1) // 2
+        if half == 0:
+            return 1.0
+        part = np.partition(D2.ravel(), [n + half - 1, n + half])
+        med = float(np.sqrt((part[n + half - 1] + part[n + half]) / 2))
+        return med if med > 0 else 1.0
+    else:
+        off = D2[~np.eye(n, dtype=bool)]
     med = float(np.sqrt(np.median(off))) if off.size else 1.0
     return med if med > 0 else 1.0
 
