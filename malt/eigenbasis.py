@@ -61,16 +61,24 @@ class Eigenbasis:
     # ---- constructors ------------------------------------------------------------------------
     @classmethod
     def symmetric(cls, K: np.ndarray, *, floor_rel: float = 1e-12, name: str = "kernel",
-                  check_psd: bool = True) -> "Eigenbasis":
+                  check_psd: bool = True, single: bool = False) -> "Eigenbasis":
         """Eigenbasis of a symmetric positive semidefinite K (symmetrised first); eigenvalues floored at
         ``floor_rel`` × the largest, so every later division is safe. O(n³).
+
+        ``single`` decomposes in single precision (LAPACK's divide and conquer, half the time from
+        n ≈ 200): the basis is then exact for a K + E with ‖E‖₂ ≈ 1e-7 ‖K‖₂ (backward stability), for
+        solvers whose own tolerance is far looser. Vectors and values are returned in double precision.
 
         Raises DataError when ``check_psd`` and K is clearly indefinite (smallest eigenvalue below
         −1e-6 × the largest): a user-supplied kernel that is not a covariance.
         """
         K = np.asarray(K, dtype=float)
         K = 0.5 * (K + K.T)
-        d, U = np.linalg.eigh(K)
+        if single:
+            d, U = scipy.linalg.eigh(K.astype(np.float32), driver="evd", check_finite=False)
+            d, U = d.astype(float), U.astype(float)
+        else:
+            d, U = np.linalg.eigh(K)
         top = max(float(d.max()), 1e-300) if d.size else 1.0
         if check_psd and d.size and d.min() < -1e-6 * top:
             raise DataError(f"{name} is not positive semidefinite (smallest eigenvalue {d.min():.3g}); "

@@ -201,3 +201,20 @@ def test_single_precision_rotations_give_the_same_solve_at_a_loose_tolerance():
     np.testing.assert_allclose(single, double, atol=1e-5)
     np.testing.assert_allclose(Xh, basis.rotate(single), atol=1e-5)
     assert np.abs(single - exact).max() < 20 * max(np.abs(double - exact).max(), 1e-6)
+
+
+def test_single_precision_decomposition_is_backward_stable_and_returned_in_double():
+    """`Eigenbasis.symmetric(single=True)`: the basis is exact for K + E with ‖E‖₂ of the order of
+    single precision's unit roundoff times ‖K‖₂ (backward stability of the symmetric eigensolver:
+    Golub & Van Loan, Matrix Computations, §8.3 — the residual ‖K U − U diag(d)‖ and the loss of
+    orthogonality ‖UᵀU − I‖ are O(n·u) with u = 2⁻²⁴), and its eigenvalues are within that of the
+    double-precision ones (Weyl)."""
+    K = spd(120, shift=0.01)
+    single, double = Eigenbasis.symmetric(K, single=True), Eigenbasis.symmetric(K)
+    assert single.vectors.dtype == np.float64 and single.values.dtype == np.float64
+    U, d = single.vectors, single.values
+    norm, u = np.linalg.norm(K, 2), 2.0 ** -24
+    assert np.linalg.norm(K @ U - U * d, 2) <= 120 * u * norm
+    assert np.linalg.norm(U.T @ U - np.eye(120), 2) <= 120 * u
+    assert np.max(np.abs(np.sort(d) - np.sort(double.values))) <= 120 * u * norm
+    assert np.linalg.norm(K @ U - U * d, 2) > 1e-3 * 120 * u * norm  # it is single precision, not double

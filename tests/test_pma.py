@@ -346,3 +346,17 @@ def test_ratings_biases_and_gp_prediction_equal_their_closed_forms():
 
     with pytest.raises(DataError, match="GiB"):  # CiaoDVD's size: refused before allocating
         check_size((17615, 16121))
+
+
+def test_median_width_is_the_median_of_the_off_diagonal_distances():
+    """The partition shortcut of `linalg.median_width` against numpy's median of the masked
+    off-diagonal entries, with duplicate points (off-diagonal zeros) and a non-square block."""
+    rng = np.random.default_rng(4)
+    for n in (2, 3, 7, 40):
+        X = rng.standard_normal((n, 3))
+        X[-1] = X[0]  # a duplicate: an off-diagonal zero
+        D2 = linalg.sq_dists(X)
+        expected = np.sqrt(np.median(D2[~np.eye(n, dtype=bool)]))
+        assert linalg.median_width(D2) == (expected if expected > 0 else 1.0)
+    D2 = linalg.sq_dists(X[:5], X[5:])
+    assert linalg.median_width(D2) == np.sqrt(np.median(D2))

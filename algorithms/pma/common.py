@@ -87,7 +87,7 @@ def row_kernel(params: KernelParams, ctx, rows: np.ndarray | None, fit_rows: np.
                 "fit_rows": None if fit_rows is None else _digest(fit_rows)}
         K = ctx.cached("pma-k1", spec, lambda: _feature_kernel(ctx.X, rows, fit_rows, params.k1, width, params.scale),
                        producer=KERNEL_PRODUCER)
-    return linalg.add_jitter(params.k1_scale * K, params.jitter)
+    return linalg.add_jitter(K if params.k1_scale == 1.0 else params.k1_scale * K, params.jitter)  # a new array
 
 
 def _digest(index) -> str:
@@ -129,10 +129,11 @@ def check_kernel(K, size: int, name: str) -> np.ndarray:
     return 0.5 * (K + K.T)
 
 
-def pd_eigh(K: np.ndarray, name: str, floor_rel: float = 1e-12) -> Eigenbasis:
+def pd_eigh(K: np.ndarray, name: str, floor_rel: float = 1e-12, single: bool = False) -> Eigenbasis:
     """Eigenbasis of a symmetric kernel (eigenvalues floored at a tiny relative level); DataError when
-    the kernel is clearly not positive semidefinite. See `malt.eigenbasis.Eigenbasis.symmetric`."""
-    return Eigenbasis.symmetric(K, floor_rel=floor_rel, name=name)
+    the kernel is clearly not positive semidefinite. ``single``: decomposed in single precision. See
+    `malt.eigenbasis.Eigenbasis.symmetric`."""
+    return Eigenbasis.symmetric(K, floor_rel=floor_rel, name=name, single=single)
 
 
 def second_moments(M: np.ndarray, observed: np.ndarray, axis: int, jitter: float) -> np.ndarray:
@@ -141,16 +142,18 @@ def second_moments(M: np.ndarray, observed: np.ndarray, axis: int, jitter: float
     return second_moments_eig(M, observed, axis, jitter)[0]
 
 
-def second_moments_eig(M: np.ndarray, observed: np.ndarray, axis: int, jitter: float) -> tuple[np.ndarray, Eigenbasis]:
+def second_moments_eig(M: np.ndarray, observed: np.ndarray, axis: int, jitter: float,
+                       single: bool = False) -> tuple[np.ndarray, Eigenbasis]:
     """`second_moments` and its `Eigenbasis`, read off the eigendecomposition that projects the moments
     onto the PSD cone (K = U diag(d⁺) Uᵀ + jitter·mean(d⁺)·I has eigenvalues d⁺ + jitter·mean(d⁺)): one
-    eigendecomposition instead of two."""
-    X0 = np.where(observed, M, 0.0)
-    O = observed.astype(float)
+    eigendecomposition instead of two. ``single``: moments and decomposition in single precision."""
+    dtype = np.float32 if single else float  # the counts OᵀO are exact in either
+    X0 = np.where(observed, M, 0.0).astype(dtype)
+    O = observed.astype(dtype)
     if axis == 1:
         X0, O = X0.T, O.T
-    S = X0.T @ X0 / np.maximum(O.T @ O, 1.0)
-    moments = Eigenbasis.symmetric(S, floor_rel=0.0, check_psd=False)  # d⁺ = max(d, 0): the PSD projection
+    S = (X0.T @ X0 / np.maximum(O.T @ O, 1.0)).astype(float)
+    moments = Eigenbasis.symmetric(S, floor_rel=0.0, check_psd=False, single=single)  # d⁺ = max(d, 0): PSD projection
     d, U = moments.values, moments.vectors
     if not np.any(d > 0):
         d, U = np.full(S.shape[0], max(float(np.mean(X0 ** 2)), 1e-3)), np.eye(S.shape[0])
@@ -298,18 +301,22 @@ def prediction(values, n_new, variance=None, diagnostics=None):
     return Prediction(values=values, variance=variance, diagnostics=diagnostics or {})
 
 
-def row_kernel_eig(params: KernelParams, ctx, rows: np.ndarray | None, fit_rows: np.ndarray | None = None):
+def row_kernel_eig(params: KernelParams, ctx, rows: np.ndarray | None, fit_rows: np.ndarray | None = None,
+                   single: bool = False):
     """(K1, its Eigenbasis) with the eigendecomposition cached in the run context (shared by folds and
-    by every PMA algorithm using the same kernel), or (None, None) when K1 is to be estimated."""
+    by every PMA algorithm using the same kernel), or (None, None) when K1 is to be estimated.
+    ``single``: decomposed in single precision (`pd_eigh`), cached apart from the double one."""
     K1 = row_kernel(params, ctx, rows, fit_rows)
     if K1 is None:
         return None, None
     spec = {"k1": params.k1, "width": params.width, "scale": params.scale, "k1_scale": params.k1_scale,
             "jitter": params.jitter, "rows": _digest(rows if rows is not None else []),
             "fit_rows": None if fit_rows is None else _digest(fit_rows)}
+    if single:
+        spec["single"] = True
 
     def compute():
-        basis = pd_eigh(K1, "K1")
+        basis = pd_eigh(K1, "K1", single=single)
         return {"d": basis.values, "U": basis.vectors}
 
     eig = ctx.cached("pma-k1-eigh", spec, compute, producer=KERNEL_PRODUCER)

@@ -13,18 +13,21 @@ it is kept as ``solver='alternate'`` (Anderson-accelerated, or over-relaxed).
 
 Cost: eigendecompositions of K1 (cached across folds) and of K2 once per kernel setting, O(n³ + m³)
 (the first K2's is the one that projects the initial moments onto the PSD cone); then four n × m
-rotations, O(nm(n + m)), per conjugate-gradient iteration, in single precision at the default
-tolerance (`MissingEntrySolver`). K1 stays fixed across kernel settings, so each setting warm-starts
-from the previous fixed point, already rotated (an m × m change of basis, not a fresh rotation), and
-the settings before the last — whose fixed points only feed the K2 re-estimation — are solved to
-10 × ``tol``. The kernel update reads GᵀG = U2 ĜᵀĜ U2ᵀ off the rotated iterate. Nothing of size
-nm × nm is formed and no inverse is taken. On CAL500 (502 × 174, 25 % hidden, 3 kernel updates) a
-whole fit — K1 built from the features, both eigendecompositions, 20 iterations in all — costs
-3.8× two eigendecompositions and one Sylvester solve (CPU seconds, one BLAS thread; 5.8× before
-these changes, same process), against about 60× for the Anderson-accelerated alternation
-(tests/benchmarks/bench_pma.py). Of the rest, ~40 % is the iterations' rotations, ~12 % each
-setting's preconditioner diagonal and starting residual, ~5 % the three further K2
-eigendecompositions and ~6 % building K1 from the features.
+rotations, O(nm(n + m)), per conjugate-gradient iteration. At the default tolerance (≥ ``SINGLE_TOL``)
+both run in single precision: LAPACK's divide-and-conquer eigensolver takes half the time in single
+precision, and its basis is exact for a kernel within ~1e-7 of its norm (backward stability) — on
+CAL500 that is 1e-5 of the jitter K1 already carries, and it moves the answer by at most 0.006, a
+sixth of what the solver's tolerance allows (distance to the converged fixed point: 0.037). K1 stays
+fixed across kernel settings, so each setting warm-starts from the previous fixed point, already
+rotated (an m × m change of basis, not a fresh rotation), and the settings before the last — whose
+fixed points only feed the K2 re-estimation — are solved to 10 × ``tol``. The kernel update
+decomposes ĜᵀĜ/n in the current right basis (GᵀG = U2 ĜᵀĜ U2ᵀ), so neither G nor K2 is rotated back.
+Nothing of size nm × nm is formed and no inverse is taken. On CAL500 (502 × 174, 25 % hidden,
+3 kernel updates) a whole fit — K1 built from the features, all eigendecompositions, 20 iterations in
+all — costs 2.9× the floor of two double-precision eigendecompositions and one Sylvester solve (wall
+seconds, one BLAS thread, same process; version 6 measured 3.6× on the same benchmark), against
+about 42× for the Anderson-accelerated alternation (tests/benchmarks/bench_pma.py). About 40 % of it
+is the iterations' rotations, 15 % each setting's preconditioner diagonal and starting residual.
 """
 from __future__ import annotations
 
@@ -32,14 +35,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from malt.eigenbasis import KroneckerEigenbasis
+from malt import linalg
+from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.errors import DataError
 from malt.params import Interval, Options, param
 from malt.registry import Algorithm, register
 from malt.selection import InnerCVParams
 
 from .common import (PMAParams, RowConditional, check_kernel, check_matrix, column_means, cov_estimate,
-                     jittered, matrix_inputs, pd_eigh, prediction, row_kernel_eig, second_moments,
+                     matrix_inputs, pd_eigh, prediction, row_kernel_eig, second_moments,
                      second_moments_eig)
 
 
@@ -96,6 +100,11 @@ def _alternate(basis: KroneckerEigenbasis, K2, Xt, missing, *, iterations, tol, 
     return it
 
 
+SINGLE_TOL = 1e-4
+"""At a tolerance of at least this, solver 'cg' works in single precision: the eigendecompositions (each basis
+exact for its kernel plus a perturbation of ~1e-7 of its norm, 1e-5 of K1's jitter on CAL500) and the
+conjugate gradients' rotations (relative error ~1e-6)."""
+
 UPDATE_TOL_FACTOR = 10.0
 """Kernel settings before the last are solved to this × ``tol``: their fixed points only feed the K2
 re-estimation (an average over rows), and the last setting is solved to ``tol`` from their warm start."""
@@ -124,28 +133,33 @@ class MissingEntrySolver:
         self.Xo = np.where(missing, 0.0, M)
         self.dtype = np.float32 if single else np.float64
         self.basis = None
-        self.both_h = None  # [X̂; rotated observed part; rotated previous fixed point], (3n, m)
+        self.both_h = None  # [X̂; rotated observed part; rotated previous fixed point], (3n, m), in dtype
         self.previous = None  # the previous kernel setting's fixed point on U
         self.solves = 0  # kernel settings solved since the left basis was set
 
     @property
     def Xh(self) -> np.ndarray:
-        """X̂ = U1ᵀ X̃ U2 in the current basis (kept up to date by the iteration)."""
+        """X̂ = U1ᵀ X̃ U2 in the current basis (kept up to date by the iteration), in ``dtype``."""
         return self.both_h[:self.shape[0]]
 
-    def set_basis(self, basis: KroneckerEigenbasis) -> None:
-        """Move to new kernels; the rotated iterate is carried over when K1 (the left basis) is unchanged."""
+    def set_basis(self, basis: KroneckerEigenbasis, change: np.ndarray | None = None) -> None:
+        """Move to new kernels; the rotated iterate is carried over when K1 (the left basis) is unchanged,
+        by ``change`` = U2_oldᵀ U2_new (computed here when not given)."""
         old, self.basis = self.basis, basis
         n, m = self.shape
+        self.U2 = np.ascontiguousarray(basis.right.vectors, dtype=self.dtype)
         if old is not None and old.left is basis.left:
-            change = (old.right.vectors.T @ basis.right.vectors).astype(self.dtype)
-            self.both_h = (self.both_h.astype(self.dtype) @ change).astype(float)
+            if change is None:
+                change = old.right.vectors.T @ basis.right.vectors
+            self.both_h = self.both_h @ change.astype(self.dtype)
             return
         self.U1 = np.asarray(basis.left.vectors, dtype=self.dtype)
         self.U1_sq = self.U1 * self.U1
-        left = self.U1.T @ np.hstack([self.Xt, self.Xo]).astype(self.dtype)
-        U2 = basis.right.vectors.astype(self.dtype)
-        self.both_h = (np.vstack([left[:, :m], left[:, m:], left[:, :m]]) @ U2).astype(float)
+        left = self.U1.T @ np.hstack([self.Xt.astype(self.dtype), self.Xo.astype(self.dtype)])
+        self.both_h = np.empty((3 * n, m), dtype=self.dtype)
+        np.matmul(left[:, :m], self.U2, out=self.both_h[:n])
+        np.matmul(left[:, m:], self.U2, out=self.both_h[n:2 * n])
+        self.both_h[2 * n:] = self.both_h[:n]
         self.solves = 0
 
     def _warm_start(self) -> None:
@@ -167,8 +181,8 @@ class MissingEntrySolver:
     def f(self) -> np.ndarray:
         """F = U1 (X̂ ⊙ a / (a ⊕ b)) U2ᵀ: eq. 5.22 at the current iterate (two rotations)."""
         basis = self.basis
-        Fh = (self.Xh * (basis.a[:, None] / basis.spectrum("sum"))).astype(self.dtype)
-        return (self.U1 @ (Fh @ basis.right.vectors.T.astype(self.dtype))).astype(float)
+        Fh = self.Xh * (basis.a[:, None] / basis.spectrum("sum")).astype(self.dtype)
+        return (self.U1 @ (Fh @ self.U2.T)).astype(float)
 
     def solve(self, tol: float, max_iter: int) -> dict:
         """Conjugate gradients from the current X̃ to a relative preconditioned residual ``tol``
@@ -180,13 +194,13 @@ class MissingEntrySolver:
             return {"iterations": 0, "residual": 0.0, "converged": True}
         self._warm_start()
         self.solves += 1
-        U1, U2 = self.U1, np.ascontiguousarray(basis.right.vectors, dtype=dtype)
+        U1, U2 = self.U1, self.U2
         inv_S = (1.0 / basis.spectrum("sum")).astype(dtype)
-        D = (self.U1_sq @ (inv_S @ (U2 * U2).T)).ravel()[idx].astype(float)  # diag(Λ_UU)
-        scaled = (self.both_h[:2 * n].reshape(2, n, m) * inv_S).astype(dtype)
-        start = U1 @ np.hstack([scaled[0] @ U2.T, scaled[1] @ U2.T])
-        R = -start[:, :m].ravel()[idx].astype(float)  # −Λ_U· X̃: the residual at the warm start
-        B = -start[:, m:].ravel()[idx].astype(float)  # −Λ_UO x_O: the right-hand side
+        D = (self.U1_sq @ (inv_S @ (U2 * U2).T)).ravel().take(idx).astype(float)  # diag(Λ_UU)
+        scaled = (self.both_h[:2 * n].reshape(2, n, m) * inv_S) @ U2.T
+        start = U1 @ np.hstack([scaled[0], scaled[1]])
+        R = -start[:, :m].ravel().take(idx).astype(float)  # −Λ_U· X̃: the residual at the warm start
+        B = -start[:, m:].ravel().take(idx).astype(float)  # −Λ_UO x_O: the right-hand side
         b_norm = float(np.sqrt(B @ (B / D)))
         if b_norm == 0.0:  # nothing observed informs the missing entries: their mean is zero
             self.Xt.ravel()[idx] = 0.0
@@ -204,10 +218,11 @@ class MissingEntrySolver:
             it += 1
             flat[idx] = P
             P_h = U1.T @ (full @ U2)
-            AP = (U1 @ ((P_h * inv_S) @ U2.T)).ravel()[idx].astype(float)
+            AP = (U1 @ ((P_h * inv_S) @ U2.T)).ravel().take(idx).astype(float)
             alpha = rz / float(P @ AP)
             x += alpha * P
-            Xh += alpha * P_h
+            P_h *= alpha
+            Xh += P_h
             R -= alpha * AP
             Z = R / D
             rz_new = float(R @ Z)
@@ -218,9 +233,21 @@ class MissingEntrySolver:
         return {"iterations": it, "residual": float(residual), "converged": bool(residual <= tol)}
 
 
+def _update_in_basis(right, C: np.ndarray, jitter: float, single: bool):
+    """The Eigenbasis of K2 = U2 C U2ᵀ + jitter (`jittered`) for C = ĜᵀĜ / n in the old right basis U2,
+    decomposed there: C + jitter·tr(C)/m·I = V diag(c) Vᵀ gives K2 = (U2 V) diag(c) (U2 V)ᵀ — the
+    eigendecomposition of an m × m matrix as before, without rotating K2 out and back (K2 itself is
+    `Eigenbasis.matrix`, rebuilt only when asked for). Returns (the Eigenbasis, V = U2ᵀ U2_new)."""
+    C = np.asarray(C, dtype=float)
+    C = linalg.add_jitter(0.5 * (C + C.T), max(jitter, 1e-10))  # U2 orthogonal: tr(U2 C U2ᵀ) = tr(C)
+    in_old = pd_eigh(C, "K2", single=single)
+    return Eigenbasis(in_old.values, right.vectors @ in_old.vectors), in_old.vectors
+
+
 def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 500, tol: float = 1e-3,
             jitter: float = 1e-2, eig1=None, solver: str = "cg", init: str = "mean", relax: float = 1.5,
-            anderson: int = 5, alternate_tol: float = 1e-3, rng: np.random.Generator | None = None) -> dict:
+            anderson: int = 5, alternate_tol: float = 1e-3, rng: np.random.Generator | None = None,
+            parts: bool = True) -> dict:
     """PMA-MAP: complete M by the MAP fixed point of eqs. 5.22–5.23 for the current kernels, re-estimating
     K2 = GᵀG/n (and K1 = FFᵀ/m when K1 is None) ``kernel_updates`` times from it.
 
@@ -240,8 +267,8 @@ def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 5
 
     Returns
     -------
-    dict with 'values' (X̃), 'F', 'G', 'K1', 'K2', 'iterations' (per kernel setting), 'residuals'
-    (final relative residual per kernel setting, solver 'cg').
+    dict with 'values' (X̃), 'F', 'G' (unless ``parts`` is False: two rotations saved), 'K1', 'K2',
+    'iterations' (per kernel setting), 'residuals' (final relative residual per kernel setting, solver 'cg').
     """
     M, observed = check_matrix(M)
     n, m = M.shape
@@ -253,21 +280,24 @@ def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 5
         K1 = check_kernel(K1, n, "K1")
     elif eig1.size != n or np.shape(K1) != (n, n):  # K1 is only returned: its basis does the work
         raise DataError(f"K1 must be {n} × {n} to match the matrix, got {np.shape(K1)}.")
-    K2, basis2 = second_moments_eig(M, observed, 0, jitter) if estimate_k2 else (check_kernel(K2, m, "K2"), None)
-    basis1 = eig1 if (eig1 is not None and not estimate_k1) else pd_eigh(K1, "K1")
+    single = solver == "cg" and tol >= SINGLE_TOL
+    K2, basis2 = (second_moments_eig(M, observed, 0, jitter, single=single) if estimate_k2
+                  else (check_kernel(K2, m, "K2"), None))
+    basis1 = eig1 if (eig1 is not None and not estimate_k1) else pd_eigh(K1, "K1", single=single)
     Xt = np.where(observed, M, column_means(M, observed)[None, :])
-    scale = float(np.std(M[observed])) or 1.0
+    scale = (float(np.std(M[observed])) or 1.0) if (init == "random" or solver == "alternate") else None
     if init == "random":
         rng = rng if rng is not None else np.random.default_rng(0)
         Xt[missing] = rng.normal(0.0, scale, int(missing.sum()))
     counts, residuals = [], []
-    fixed_point = MissingEntrySolver(M, missing, Xt, single=tol >= 1e-4)
+    fixed_point = MissingEntrySolver(M, missing, Xt, single=single)
+    change = None  # U2_oldᵀ U2_new when the K2 update was decomposed in the old basis
     for round_ in range(kernel_updates + 1):
         last = round_ == kernel_updates
-        basis = KroneckerEigenbasis(basis1, basis2 if basis2 is not None else pd_eigh(K2, "K2"))
+        basis = KroneckerEigenbasis(basis1, basis2 if basis2 is not None else pd_eigh(K2, "K2", single=single))
         basis2 = None
         if solver == "cg":
-            fixed_point.set_basis(basis)
+            fixed_point.set_basis(basis, change)
             info = fixed_point.solve(tol if last else UPDATE_TOL_FACTOR * tol, iterations)
             Xh = fixed_point.Xh
             counts.append(info["iterations"])
@@ -276,7 +306,9 @@ def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 5
             counts.append(_alternate(basis, K2, Xt, missing, iterations=iterations, tol=alternate_tol,
                                      scale=scale, anderson=anderson, relax=relax))
             Xh = basis.rotate(Xt)
-        if (last or estimate_k1) and solver == "cg":
+        if not (parts or estimate_k1):
+            F = None
+        elif (last or estimate_k1) and solver == "cg":
             F = fixed_point.f()  # eq. 5.22 at the fixed point
         elif last or estimate_k1:
             a, b = basis.a[:, None], basis.b[None, :]
@@ -284,13 +316,15 @@ def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 5
         if last:
             break
         if estimate_k2:  # GᵀG = U2 ĜᵀĜ U2ᵀ with Ĝ = X̂ ⊙ d2/(d1 + d2): no rotation back to G
-            Gh = Xh * (basis.b[None, :] / (basis.a[:, None] + basis.b[None, :]))
-            U2 = basis.right.vectors
-            K2 = jittered(U2 @ (Gh.T @ Gh / n) @ U2.T, jitter)
+            Gh = Xh * (basis.b / basis.spectrum("sum")).astype(Xh.dtype)
+            basis2, change = _update_in_basis(basis.right, Gh.T @ Gh / n, jitter, single)
+            K2 = None if solver == "cg" else basis2.matrix()  # the alternation's row conditionals need it
         if estimate_k1:
             K1 = cov_estimate(F.T, jitter)
-            basis1 = pd_eigh(K1, "K1")
-    return {"values": Xt, "F": F, "G": Xt - F, "K1": K1, "K2": K2, "iterations": counts, "residuals": residuals}
+            basis1 = pd_eigh(K1, "K1", single=single)
+    K2 = basis.right.matrix() if K2 is None else K2
+    fit = {"values": Xt, "K1": K1, "K2": K2, "iterations": counts, "residuals": residuals}
+    return {**fit, "F": F, "G": Xt - F} if parts else fit
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -347,18 +381,20 @@ class PMAMap(Algorithm):
     name = "pma-map"
     tasks = frozenset({"missing", "multilabel", "ratings"})
     Params = MAPParams
-    version = "6"  # v6 (ratings task): sharpened moment kernels (kernel_power 3, shrink 300), bias penalties
-    # chosen by inner CV, ranking from a zero-filled fit
+    version = "7"  # v6 (ratings task): sharpened moment kernels (kernel_power 3, shrink 300), bias penalties
+    # chosen by inner CV, ranking from a zero-filled fit; v7 (missing/multilabel): single-precision
+    # eigendecompositions at the default tolerance
 
     def run(self, split, params, ctx):
         if hasattr(split, "train") and hasattr(split, "test_cols"):
             return _run_ratings(split, params, ctx)
         data = matrix_inputs(split, params)
-        K1, eig1 = row_kernel_eig(params, ctx, data.rows, data.fit_rows)
+        K1, eig1 = row_kernel_eig(params, ctx, data.rows, data.fit_rows,
+                                  single=params.solver == "cg" and params.tol >= SINGLE_TOL)
         fit = pma_map(data.M, K1, None, kernel_updates=params.kernel_updates, iterations=params.iterations,
                       tol=params.tol, jitter=params.jitter, eig1=eig1, solver=params.solver, init=params.init,
                       relax=params.relax, anderson=params.anderson, alternate_tol=params.alternate_tol,
-                      rng=ctx.rng)
+                      rng=ctx.rng, parts=False)
         return prediction(fit["values"], data.n_new,
                           diagnostics={"iterations": fit["iterations"],
                                        "residuals": [float(f"{r:.3g}") for r in fit["residuals"]]})
