@@ -115,8 +115,9 @@ def median_width(D2: np.ndarray) -> float:
 
 
 def rbf_from_sq_dists(D2: np.ndarray, width: float) -> np.ndarray:
-    """k(x, y) = exp(-||x - y||² / (2 width²))."""
-    return np.exp(-D2 / (2.0 * width * width))
+    """k(x, y) = exp(-||x - y||² / (2 width²)), a new array (one temporary, exponentiated in place)."""
+    K = np.divide(D2, -2.0 * width * width, dtype=float)
+    return np.exp(K, out=K)
 
 
 def add_jitter(K: np.ndarray, jitter: float = JITTER) -> np.ndarray:

@@ -63,6 +63,13 @@ def blas_threads(threads: int | None, jobs: int = 1):
         yield
 
 
+@contextlib.contextmanager
+def one_blas_thread():
+    """Every BLAS/OpenMP pool at one thread inside the block (the unit's setting is restored after)."""
+    with _controller().limit(limits=1):
+        yield
+
+
 @functools.lru_cache(maxsize=1)
 def code_revision() -> dict:
     """The git revision of the malt source tree, when malt runs from a checkout ({} otherwise)."""

@@ -76,3 +76,18 @@ def test_change_of_right_basis_equals_a_fresh_rotation():
         solver.solve(1e-9 if not single else 1e-4, 500)
         mean, _ = dense_conditional(M, kron_sum_dense(K1, new.right.matrix()))
         np.testing.assert_allclose(solver.Xt[missing], mean[missing], atol=1e-6 if not single else 1e-3)
+
+
+def test_inverse_sum_factors_approximate_one_over_a_plus_b_to_the_requested_accuracy():
+    """Φ Ψᵀ against 1 / (a_i + b_j) itself, over spectra spanning 2 to 9 decades, endpoints included."""
+    from malt.algorithms.pma.map import inverse_sum_factors
+
+    rng = np.random.default_rng(5)
+    for lo, hi in ((0.5, 2.0), (0.01, 301.0), (1e-6, 1e3)):
+        a = np.r_[lo, hi, np.exp(rng.uniform(np.log(lo), np.log(hi), 200))]
+        b = np.r_[lo, hi, np.exp(rng.uniform(np.log(lo), np.log(hi), 60))]
+        exact = 1.0 / (a[:, None] + b[None, :])
+        for eps in (1e-2, 1e-4):
+            Phi, Psi = inverse_sum_factors(a, b, eps)
+            assert np.max(np.abs(Phi @ Psi.T / exact - 1.0)) <= eps
+            assert Phi.shape[1] < 60  # a few dozen terms, not one per eigenvalue

@@ -235,7 +235,7 @@ if __name__ == "__main__":
     print(f"BLAS threads: {threads}; clock: {'process CPU' if CLOCK is time.process_time else 'wall'} seconds")
     with threadpool_limits(threads):
         bench_map("emotions", repeats=3, literal=True)
-        bench_map("cal500", repeats=1 if quick else 3, literal=False)
+        bench_map("cal500", repeats=1 if quick else 5, literal=False)
         bench_gibbs("emotions", sweeps=1000 if quick else 3000,
                     samplers=[("single-site", 0.0, 300 if quick else 1000), ("blocked", 0.0, 0),
                               ("blocked", -0.8, 0), ("collapsed", 0.0, 200 if quick else 500)])

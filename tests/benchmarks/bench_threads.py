@@ -41,16 +41,33 @@ def swiss_roll(n: int = 30_000):
     return Dataset(f"swiss-roll-{n}", {"X": X, "y": np.digitize(t, np.quantile(t, [0.25, 0.5, 0.75]))})
 
 
-def seconds(plan: engine.Plan, threads: int | None, repeats: int = 3) -> float:
-    unit = plan.units()[0]
-    best = float("inf")
+def seconds(plan: engine.Plan, threads: int | None) -> float:
+    """Wall seconds of the plan's first unit, run as the engine runs it, nothing cached."""
+    engine._WORKER_CACHES.clear()
+    start = time.perf_counter()
+    outcome = engine.run_unit(plan.dataset, plan.task, plan.options, plan.units()[0], None, threads)
+    took = time.perf_counter() - start
+    assert outcome.record["status"] == "ok", outcome.record.get("error")
+    time.sleep(SETTLE_SECONDS)
+    return took
+
+
+SETTLE_SECONDS = 0.5
+"""Pause after each run: OpenBLAS keeps its worker threads spinning for a while after a call, and a
+2-thread run's spinning worker would slow whichever setting is measured next."""
+
+
+def best_of_interleaved(plan: engine.Plan, algo, repeats: int) -> tuple[float, float, float]:
+    """Best of ``repeats`` for 1 thread, 2 threads and the default, taken in turn within each repeat so
+    that a change of load over the measurement hits the three alike."""
+    best = [float("inf")] * 3
     for _ in range(repeats):
-        engine._WORKER_CACHES.clear()
-        start = time.perf_counter()
-        outcome = engine.run_unit(plan.dataset, plan.task, plan.options, unit, None, threads)
-        best = min(best, time.perf_counter() - start)
-        assert outcome.record["status"] == "ok", outcome.record.get("error")
-    return best
+        with own_preference(algo, keep=False):
+            best[0] = min(best[0], seconds(plan, 1))
+            best[1] = min(best[1], seconds(plan, 2))
+        with own_preference(algo, keep=True):
+            best[2] = min(best[2], seconds(plan, None))
+    return best[0], best[1], best[2]
 
 
 @contextlib.contextmanager
@@ -74,7 +91,8 @@ def busy(n: int) -> list[subprocess.Popen]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="", help="comma-separated families (as printed), e.g. BMR")
-    ap.add_argument("--repeats", type=int, default=3, help="best of this many runs per cell")
+    ap.add_argument("--repeats", type=int, default=5, help="best of this many runs per cell, the three settings "
+                    "taken in turn")
     a = ap.parse_args()
     only = {f.strip().lower() for f in a.only.split(",") if f.strip()}
     print(f"{'family':<20} {'condition':<8} {'1 thread':>9} {'2 threads':>10} {'default':>8} {'default/best':>13}")
@@ -93,10 +111,7 @@ def main() -> None:
             loops = busy(2) if condition == "loaded" else []
             time.sleep(0.5 if loops else 0)
             try:
-                with own_preference(algo, keep=False):
-                    one, two = (seconds(plan, t, a.repeats) for t in (1, 2))
-                with own_preference(algo, keep=True):
-                    default = seconds(plan, None, a.repeats)
+                one, two, default = best_of_interleaved(plan, algo, a.repeats)
             finally:
                 for proc in loops:
                     proc.kill()
