@@ -473,6 +473,23 @@ def test_held_out_embedding_lp_equals_one_solve_per_inner_split(kind):
     assert declined == 1
 
 
+def test_held_out_embedding_lp_declines_a_numerically_singular_m_uu():
+    """LTSA with k = 3 neighbours and tangent dimension 2 leaves each neighbourhood a rank-1 block
+    (I − G_iG_iᵀ, 4 × 4, G_i of rank 3): M_uu is singular up to rounding (its smallest eigenvalues,
+    scaled to unit diagonal, are ~1e-14 here). Any two solvers then disagree along the null direction,
+    so the reduction must decline (`RCOND_MIN`) and leave every split to `embedding_lp`; with k = 6 it
+    is well conditioned and taken."""
+    X, y, lab = _blobs_with_far_cluster()
+    unl = np.setdiff1d(np.arange(len(y)), lab)
+    for k, taken in ((3, False), (6, True)):
+        M = m.ltsa_matrix(X, neighbours(X, k)[0], 2)
+        A = M[unl][:, unl].toarray()
+        scale = 1 / np.sqrt(np.diag(A))
+        smallest = np.linalg.eigvalsh(A * scale[:, None] * scale[None, :])[0]
+        assert (abs(smallest) < 1e-12) == (not taken)
+        assert m.HeldOutEmbeddingLP(M, lab).available == taken
+
+
 @pytest.mark.parametrize("name", ["ltsalp", "llelp", "lnp"])
 def test_inner_cv_shortcuts_give_the_per_split_scores(name):
     """`held_out_scores` (one factorisation per candidate: LNP's I − αU, the embeddings' Schur

@@ -136,26 +136,38 @@ def embedding_lp(M, labeled, Y_l) -> np.ndarray:
 
 
 DENSE_MAX_ROWS = 5000
-"""Up to this many rows `HeldOutEmbeddingLP` factorises M_uu densely (Cholesky, 8n² bytes: 120 MB at
-3,900 rows). The LU of an LTSA/LLE alignment matrix of a kNN graph fills in to most of the dense
-matrix (Classic3, 3,861 unlabelled rows: SuperLU's factors hold 9.4 / 10.5 M of the 14.9 M entries
-at k = 10 / 20) and takes 1.8–2.8 s there, a dense Cholesky 0.3 s (2 threads)."""
+"""Up to this many unlabelled rows `HeldOutEmbeddingLP` factorises M_uu densely (Cholesky, 8n² bytes:
+120 MB at 3,900 rows); above it inner CV keeps one `embedding_lp` per split. The LU of an LTSA
+alignment matrix of a kNN graph fills in to most of the dense matrix (Classic3, 3,861 unlabelled
+rows: SuperLU's factors hold 9.4 / 10.5 M of the 14.9 M entries at k = 10 / 20) and takes 1.8–2.8 s
+there, a dense Cholesky 0.3 s (2 threads)."""
+RCOND_MIN = 1e-8
+"""The reduction is used only where M_uu (scaled to unit diagonal) and each split's K_VV have a
+reciprocal condition number of at least this: then it and `embedding_lp` agree to ~eps/RCOND_MIN
+relative. Below it both answers are dominated by rounding along a near-null direction (LTSA with
+k = 3 neighbours on Same100: two eigenvalues of M_uu at ±1e-16, scores differing by 11 between two
+solvers), and only `embedding_lp` itself reproduces its own numbers."""
 
 
 def _dense_spd_solve(A: sp.spmatrix, B: np.ndarray) -> np.ndarray | None:
     """A⁻¹B by a dense Cholesky factorisation of the symmetric positive definite A, symmetrically
-    scaled to unit diagonal first (as `solvers.DirectSolver`); None when A is not numerically
-    positive definite. O(n³/3)."""
-    from scipy.linalg import cho_factor, cho_solve
+    scaled to unit diagonal first (as `solvers.DirectSolver`); None when that matrix is not
+    numerically positive definite or its reciprocal condition number (LAPACK dpocon, 1-norm) is
+    below ``RCOND_MIN``. O(n³/3)."""
+    from scipy.linalg import cho_factor, cho_solve, lapack
 
     d = np.abs(A.diagonal())
     scale = 1.0 / np.sqrt(np.where(d > 0, d, 1.0))
     As = A.toarray()
     As *= scale[:, None]
     As *= scale[None, :]
+    norm1 = float(np.abs(As).sum(axis=0).max())
     try:
         factor = cho_factor(As, lower=True, overwrite_a=True, check_finite=False)
     except np.linalg.LinAlgError:
+        return None
+    rcond, info = lapack.dpocon(factor[0], norm1, uplo="L")
+    if info != 0 or not rcond >= RCOND_MIN:
         return None
     return scale[:, None] * cho_solve(factor, scale[:, None] * B, check_finite=False)
 
@@ -170,15 +182,16 @@ class HeldOutEmbeddingLP:
     .. math:: K = M_{\\ell\\ell} - M_{\\ell u} M_{uu}^{-1} M_{u\\ell}\\quad (\\ell \\times \\ell),\\qquad
               f_V = -K_{VV}^{-1} K_{VT}\\, y_T,
 
-    i.e. eq. 3.37 on the ℓ-node matrix K (a Kron reduction). Cost (``__init__``): one factorisation
-    of M_uu — dense Cholesky up to ``DENSE_MAX_ROWS`` rows, else (or when M_uu is not numerically
-    positive definite) the sparse LU `embedding_lp` uses — and ℓ solves; each split then
-    O(n·|T| + |V|³) for the checks below and the small solve.
+    i.e. eq. 3.37 on the ℓ-node matrix K (a Kron reduction). Cost (``__init__``): one dense Cholesky
+    factorisation of M_uu, O(n³/3), and ℓ solves; each split then O(n·|T| + |V|³) for the checks
+    below and the small solve.
 
-    Built only where `embedding_lp` itself would use an exact sparse LU: ``available`` is False when
-    M_uu would go to conjugate gradients, is exactly singular (ridge) or has rows no label reaches
-    (`loose_rows`). `held_out` returns None for a split whose own system over u ∪ V would have
-    jittered rows or whose K_VV is singular; the caller then runs `embedding_lp` for that split.
+    Used only where it gives `embedding_lp`'s answer to rounding: ``available`` is False when M_uu
+    would go to conjugate gradients, has rows no label reaches (`loose_rows`), has more than
+    ``DENSE_MAX_ROWS`` rows, or is not numerically positive definite with reciprocal condition
+    number ≥ ``RCOND_MIN``; `held_out` returns None for a split whose own system over u ∪ V would
+    have jittered rows or whose K_VV is that ill-conditioned. The caller then runs `embedding_lp`
+    for that split.
 
     M : (n, n) symmetric sparse; labeled : (ℓ,) row ids.
     """
@@ -203,12 +216,11 @@ class HeldOutEmbeddingLP:
             return
         if n >= solvers.ITERATIVE_MIN_ROWS and solvers.is_m_matrix(A):
             return  # a split's system would go to conjugate gradients (`solvers.factor`), not an LU
-        Z = _dense_spd_solve(A, Mul.toarray()) if unl.size <= DENSE_MAX_ROWS else None  # M_uu⁻¹ M_uℓ
+        if unl.size > DENSE_MAX_ROWS:
+            return
+        Z = _dense_spd_solve(A, Mul.toarray())  # M_uu⁻¹ M_uℓ, (n − ℓ, ℓ)
         if Z is None:
-            lu = solvers.DirectSolver(A)
-            if lu.ridge:
-                return
-            Z = lu.solve(Mul.toarray())
+            return
         self.K = self.M[self.lab][:, self.lab].toarray() - np.asarray(Mul.T @ Z)
         # for the per-split connectivity check: components of u, each row's ties to the labelled
         # rows, and which labelled rows have a significant edge into u
@@ -244,10 +256,10 @@ class HeldOutEmbeddingLP:
             R = self.M[rows]
             if loose_rows(R[:, rows], _coupling(R[:, self.lab[train]])).any():
                 return None
-        try:
-            return -np.linalg.solve(self.K[np.ix_(val, val)], self.K[np.ix_(val, train)] @ Y_t)
-        except np.linalg.LinAlgError:
+        Kvv = self.K[np.ix_(val, val)]
+        if not 1.0 / np.linalg.cond(Kvv, 1) >= RCOND_MIN:
             return None
+        return -np.linalg.solve(Kvv, self.K[np.ix_(val, train)] @ Y_t)
 
 
 def constrained_embedding_lp(M, labeled, Y_l, alpha: float, a=None) -> np.ndarray:
