@@ -434,3 +434,83 @@ def test_majority_baseline_predicts_the_most_frequent_labelled_class_everywhere(
     tie = algo.run(SemiSupervisedSplit(X, np.array([1, 0, -1, -1, -1, -1, -1, -1]), 3, np.arange(2, 8)),
                    algo.Params(), Context.for_arrays(X))
     assert tie.labels.tolist() == [0] * 8
+
+
+def _blobs_with_far_cluster(seed=12):
+    """90 blob points and a far cluster of 8 (with k = 6 its neighbourhoods stay inside it, so it is
+    a component of its own): labelled = 5 per class plus one point of the far cluster."""
+    X, y = blobs(90, seed=seed)
+    rng = np.random.default_rng(seed)
+    X = np.vstack([X, 60.0 + rng.normal(0, 1.0, (8, 4))])
+    y = np.concatenate([y, np.zeros(8, int)])
+    lab = np.concatenate([np.concatenate([np.flatnonzero(y[:90] == c)[:5] for c in range(3)]), [92]])
+    return X, y, lab
+
+
+@pytest.mark.parametrize("kind", ["ltsa", "lle"])
+def test_held_out_embedding_lp_equals_one_solve_per_inner_split(kind):
+    """Inner CV of LLELP/LTSALP factorises M_uu once and reduces eq. 3.37 to the Schur complement on
+    the labelled rows (`HeldOutEmbeddingLP`); block elimination is exact, so each split's held-out
+    scores equal `embedding_lp` run on that split (independent reference: its own sparse LU of the
+    split's M_{u∪V, u∪V}). The split that holds out the far cluster's only label leaves that cluster
+    unreached; `embedding_lp` jitters it, so the reduction declines that split (None)."""
+    X, y, lab = _blobs_with_far_cluster()
+    nbrs = neighbours(X, 6)[0]
+    M = m.ltsa_matrix(X, nbrs, 2) if kind == "ltsa" else m.lle_matrix(X, nbrs)
+    Yl = m.one_hot(y[lab], 3)
+    reduced = m.HeldOutEmbeddingLP(M, lab)
+    assert reduced.available
+    ids = np.arange(len(lab)) % 4
+    declined = 0
+    for f in range(4):
+        train, val = np.flatnonzero(ids != f), np.flatnonzero(ids == f)
+        F = reduced.held_out(train, val, Yl[train])
+        if 15 in val:  # lab[15] = 92, the far cluster's label
+            assert F is None
+            declined += 1
+            continue
+        np.testing.assert_allclose(F, m.embedding_lp(M, lab[train], Yl[train])[lab[val]], atol=1e-9)
+    assert declined == 1
+
+
+def test_held_out_embedding_lp_declines_a_numerically_singular_m_uu():
+    """LTSA with k = 3 neighbours and tangent dimension 2 leaves each neighbourhood a rank-1 block
+    (I − G_iG_iᵀ, 4 × 4, G_i of rank 3): M_uu is singular up to rounding (its smallest eigenvalues,
+    scaled to unit diagonal, are ~1e-14 here). Any two solvers then disagree along the null direction,
+    so the reduction must decline (`RCOND_MIN`) and leave every split to `embedding_lp`; with k = 6 it
+    is well conditioned and taken."""
+    X, y, lab = _blobs_with_far_cluster()
+    unl = np.setdiff1d(np.arange(len(y)), lab)
+    for k, taken in ((3, False), (6, True)):
+        M = m.ltsa_matrix(X, neighbours(X, k)[0], 2)
+        A = M[unl][:, unl].toarray()
+        scale = 1 / np.sqrt(np.diag(A))
+        smallest = np.linalg.eigvalsh(A * scale[:, None] * scale[None, :])[0]
+        assert (abs(smallest) < 1e-12) == (not taken)
+        assert m.HeldOutEmbeddingLP(M, lab).available == taken
+
+
+@pytest.mark.parametrize("name", ["ltsalp", "llelp", "lnp"])
+def test_inner_cv_shortcuts_give_the_per_split_scores(name):
+    """`held_out_scores` (one factorisation per candidate: LNP's I − αU, the embeddings' Schur
+    complement) against the default one `scores` fit per split, on every inner split; LNP's is the
+    same computation (bit for bit), the embeddings' equal to rounding. Includes the declined split."""
+    from malt.algorithms.label_propagation.registered import _GraphAlgorithm
+
+    X, y, lab = _blobs_with_far_cluster()
+    y_split = np.full(len(y), -1)
+    y_split[lab] = y[lab]
+    split = SemiSupervisedSplit(X, y_split, 3, np.setdiff1d(np.arange(len(y)), lab))
+    algo = registry.get(name)()
+    params = algo.Params(k=6)
+    ctx = Context.for_arrays(X)
+    W, nbrs, Xs = algo._inputs(split, params, ctx)
+    fast = algo.held_out_scores(W, nbrs, Xs, lab, y[lab], 3, params, ctx)
+    slow = _GraphAlgorithm.held_out_scores(algo, W, nbrs, Xs, lab, y[lab], 3, params, ctx)
+    ids = np.arange(len(lab)) % 4
+    for f in range(4):
+        train, val = np.flatnonzero(ids != f), np.flatnonzero(ids == f)
+        if name == "lnp":
+            np.testing.assert_array_equal(fast(train, val), slow(train, val))
+        else:
+            np.testing.assert_allclose(fast(train, val), slow(train, val), atol=1e-9)

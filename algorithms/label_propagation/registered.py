@@ -80,16 +80,27 @@ class _GraphAlgorithm(Algorithm):
                             lambda: graphs.prepared(split.X, params.metric, params.scale), producer=graphs.PRODUCER)
         return W, nbrs, Xs
 
+    def held_out_scores(self, W, nbrs, Xs, lab, y_l, C, params, ctx):
+        """For inner CV: a function (train, val) -> scores (|val|, C) of the labelled points
+        ``lab[val]`` when the method is fitted on ``lab[train]`` alone. Here one `scores` fit per
+        split; a method whose system is shared by the splits overrides it to factorise it once per
+        candidate (the same scores up to rounding)."""
+        return lambda train, val: self.scores(W, nbrs, Xs, lab[train], y_l[train], C, params, {}, ctx)[lab[val]]
+
     def choose(self, split, params, ctx, lab, y_l, C, diag):
         """Inner CV over k × the method's grids on the labelled points; returns the chosen Params."""
         options = candidates(params, self.grids(params))
         lists_k = max(o.k for o in options)
         ids = inner_fold_ids(len(lab), params.inner_folds, ctx.rng, strata=y_l)
+        current: dict = {}  # select() runs all inner folds of one candidate before the next
 
         def inner_error(option, train, val):
-            W, nbrs, Xs = self._inputs(split, option, ctx, lists_k)
-            F = self.scores(W, nbrs, Xs, lab[train], y_l[train], C, option, {}, ctx)
-            return float(np.mean(np.argmax(F[lab[val]], axis=1) != y_l[val]))
+            if current.get("option") is not option:
+                current.clear()
+                W, nbrs, Xs = self._inputs(split, option, ctx, lists_k)
+                current.update(option=option, fit=self.held_out_scores(W, nbrs, Xs, lab, y_l, C, option, ctx))
+            F = current["fit"](train, val)
+            return float(np.mean(np.argmax(F, axis=1) != y_l[val]))
 
         choice = select(options, inner_error, ids,
                         progress=lambda f: ctx.progress(0.9 * f, "inner cross-validation"))
@@ -193,6 +204,22 @@ class LNP(_GraphAlgorithm):
         F, it = m.propagate(U, Y, params.alpha, tol=params.tol)
         diag["iterations"] = it
         return F
+
+    def held_out_scores(self, W, nbrs, Xs, lab, y_l, C, params, ctx):
+        """I − αU does not depend on which points are labelled: one LU per candidate serves every
+        inner split (bit-for-bit the per-split `scores` of solver='direct')."""
+        if params.solver != "direct":
+            return super().held_out_scores(W, nbrs, Xs, lab, y_l, C, params, ctx)
+        U = ctx.cached("lnp-weights", params.graph_spec().to_dict(), lambda: m.lnp_weights(Xs, nbrs))
+        lu = m.solvers.DirectSolver(sp.identity(W.shape[0]) - params.alpha * U)
+        Yl = m.one_hot(y_l, C)
+
+        def fit(train, val):
+            Y = np.zeros((W.shape[0], C))
+            Y[lab[train]] = Yl[train]
+            return (1 - params.alpha) * lu.solve(Y)[lab[val]]
+
+        return fit
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -300,10 +327,25 @@ class _Embedding(_GraphAlgorithm):
     def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
         return m.embedding_lp(_alignment(self.kind, W, nbrs, Xs, params, ctx), lab, m.one_hot(y_l, C))
 
+    def held_out_scores(self, W, nbrs, Xs, lab, y_l, C, params, ctx):
+        """One sparse LU of M_uu per candidate for all inner splits (`methods.HeldOutEmbeddingLP`,
+        the Schur complement on the labelled points); a split it cannot take exactly is solved by
+        `scores` as before."""
+        M = _alignment(self.kind, W, nbrs, Xs, params, ctx)
+        reduced = m.HeldOutEmbeddingLP(M, lab)
+        Yl = m.one_hot(y_l, C)
+
+        def fit(train, val):
+            F = reduced.held_out(train, val, Yl[train]) if reduced.available else None
+            return m.embedding_lp(M, lab[train], Yl[train])[lab[val]] if F is None else F
+
+        return fit
+
 
 class _ConstrainedEmbedding(_Embedding):
     Params = ConstrainedEmbeddingParams
     own_grids = ("alpha",)
+    held_out_scores = _GraphAlgorithm.held_out_scores  # eq. 3.39's constraint couples all rows: one fit per split
 
     def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
         Y = m.one_hot(y_l, C)
