@@ -328,7 +328,7 @@ class _Embedding(_GraphAlgorithm):
         return m.embedding_lp(_alignment(self.kind, W, nbrs, Xs, params, ctx), lab, m.one_hot(y_l, C))
 
     def held_out_scores(self, W, nbrs, Xs, lab, y_l, C, params, ctx):
-        """One sparse LU of M_uu per candidate for all inner splits (`methods.HeldOutEmbeddingLP`,
+        """One factorisation of M_uu per candidate for all inner splits (`methods.HeldOutEmbeddingLP`,
         the Schur complement on the labelled points); a split it cannot take exactly is solved by
         `scores` as before."""
         M = _alignment(self.kind, W, nbrs, Xs, params, ctx)
