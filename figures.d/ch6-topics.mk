@@ -4,7 +4,8 @@
 # conditional perplexity (6.24) for GPTM against CTM (Table 6.2), joint perplexity (6.23) for the
 # variants (Table 6.6); the smoothed unigram model (not in the thesis) runs beside them as the floor
 # every topic model must beat. Corpora: the topic-model vocabulary of datasets/corpora.py (words in
-# at least 4 documents; the thesis does not state its vocabulary, see that module). Kernel
+# at least 4 documents; the thesis does not state its vocabulary, see that module; uuencoded binaries
+# dropped since its version 2, which changed Same100 and News100). Kernel
 # parameters: the thesis tuned γ, σ², c "for each data set using cross validation"; here (γ, c) ∈
 # {0.01, 0.1, 1}² is chosen per outer fold by 2-fold inner cross-validation on the training
 # documents' conditional perplexity (select=inner-cv, set explicitly: the library default is
