@@ -14,7 +14,8 @@
 # least about 4× the kernel's diagonal (on Different100 c = 1 collapses it, on Same100, whose λ
 # spread is larger, it does not; figures.d/ch6-topics.md).
 # 18 inner fits per unit: 45–135 s per unit (median 90) on a 2-core machine at load 9–12 with
-# --jobs=2, against 4–5 s for a CTM unit (300-document sets). GP-KI and GP-SIKI have
+# --jobs=2, against 4–5 s for a CTM unit (300-document sets); on News100/ASRS (≈ 1000 documents) a
+# median 50–70 s per unit at load 3–5 with --jobs=1 --threads=1 (20–25 min per dataset for both tables). GP-KI and GP-SIKI have
 # 𝒦 = I and nothing to tune. What the runs chose (γ, c, tr Σ) and the per-fold gaps to CTM:
 # figures.d/scripts/topics_diagnostics.py REPO.
 
