@@ -4,7 +4,8 @@
 # conditional perplexity (6.24) for GPTM against CTM (Table 6.2), joint perplexity (6.23) for the
 # variants (Table 6.6); the smoothed unigram model (not in the thesis) runs beside them as the floor
 # every topic model must beat. Corpora: the topic-model vocabulary of datasets/corpora.py (words in
-# at least 4 documents; the thesis does not state its vocabulary, see that module). Kernel
+# at least 4 documents; the thesis does not state its vocabulary, see that module; uuencoded binaries
+# dropped since its version 2, which changed Same100 and News100). Kernel
 # parameters: the thesis tuned γ, σ², c "for each data set using cross validation"; here (γ, c) ∈
 # {0.01, 0.1, 1}² is chosen per outer fold by 2-fold inner cross-validation on the training
 # documents' conditional perplexity (select=inner-cv, set explicitly: the library default is
@@ -13,7 +14,8 @@
 # least about 4× the kernel's diagonal (on Different100 c = 1 collapses it, on Same100, whose λ
 # spread is larger, it does not; figures.d/ch6-topics.md).
 # 18 inner fits per unit: 45–135 s per unit (median 90) on a 2-core machine at load 9–12 with
-# --jobs=2, against 4–5 s for a CTM unit (300-document sets). GP-KI and GP-SIKI have
+# --jobs=2, against 4–5 s for a CTM unit (300-document sets); on News100/ASRS (≈ 1000 documents) a
+# median 50–70 s per unit at load 3–5 with --jobs=1 --threads=1 (20–25 min per dataset for both tables). GP-KI and GP-SIKI have
 # 𝒦 = I and nothing to tune. What the runs chose (γ, c, tr Σ) and the per-fold gaps to CTM:
 # figures.d/scripts/topics_diagnostics.py REPO.
 
