@@ -33,6 +33,7 @@ import numpy as np
 import scipy.linalg
 
 from malt.errors import DataError
+from malt.provenance import one_blas_thread
 
 
 SHARED_POOL_ROWS = 1000
@@ -85,8 +86,6 @@ class Eigenbasis:
         K = np.asarray(K, dtype=float)
         K = 0.5 * (K + K.T)
         if single:
-            from malt.provenance import one_blas_thread
-
             with one_blas_thread() if K.shape[0] < SHARED_POOL_ROWS else contextlib.nullcontext():
                 d, U = scipy.linalg.eigh(K.astype(np.float32), driver="evd", check_finite=False)
             d, U = d.astype(float), U.astype(float)
