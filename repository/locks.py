@@ -4,8 +4,9 @@
 the whole repository (format migration, `malt repair` of everything), so those wait for running
 experiments and the experiments wait for them. ``experiments/ID/.lock`` is held exclusive by the one
 process writing that experiment: two `malt cv` on different experiments run side by side, a second
-one on the same experiment waits (``--wait``) or refuses with one line. The lock file records who
-holds it, for that line.
+one on the same experiment waits (``--wait``) or refuses with one line. While held exclusive, the lock
+file records who holds it, for that line; the note is cleared on release, so a command leaves the
+file as it found it (empty) whether it succeeded or refused its input.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class FileLock:
     def __init__(self, root: Path, path: Path, what: str):
         self.root, self.path, self.what = Path(root), Path(path), what
         self.fd: int | None = None
+        self.noted = False  # this holder wrote its note into the file
 
     def acquire(self, *, exclusive: bool = True, wait: bool = False) -> "FileLock":
         check_no_links(self.root, self.path)
@@ -46,10 +48,12 @@ class FileLock:
                 raise RepositoryError(f"{self.what} is in use by {holder or 'another malt process'}; wait for it "
                                       "to finish, or pass --wait to queue behind it.") from None
             raise RepositoryError(f"Cannot lock {self.path}: {describe_os_error(err)}.") from None
+        self.noted = False
         if exclusive:
             try:
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, f"malt pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+                self.noted = True
             except OSError:
                 pass  # the note is a courtesy; the lock itself is held
         self.fd = fd
@@ -58,6 +62,12 @@ class FileLock:
     def release(self) -> None:
         if self.fd is not None:
             try:
+                if self.noted:
+                    try:
+                        os.ftruncate(self.fd, 0)  # the note is true only while the lock is held
+                    except OSError:
+                        pass
+                    self.noted = False
                 fcntl.flock(self.fd, fcntl.LOCK_UN)
             finally:
                 os.close(self.fd)

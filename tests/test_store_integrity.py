@@ -360,3 +360,23 @@ def test_files_follow_the_umask(tmp_path):
     for path in (repo / "malt-repository.json", repo / "experiments" / exp / "spec.json",
                  repo / "experiments" / exp / "units.log"):
         assert path.stat().st_mode & 0o777 == 0o640, path
+
+
+@pytest.mark.timeout(60)
+def test_a_lock_note_lives_only_while_the_lock_is_held(tmp_path):
+    """The holder note ("malt pid N since T", for the "in use by" line) is cleared on release, so a
+    command that refuses its input leaves the lock file as it found it however long it ran (it used
+    to keep the refusing command's timestamp: the snapshot test above failed whenever a second
+    boundary fell inside it)."""
+    from malt.repository.locks import FileLock
+
+    path = tmp_path / ".lock"
+    lock = FileLock(tmp_path, path, "the experiment").acquire()
+    assert path.read_text().startswith(f"malt pid {os.getpid()} since ")
+    with pytest.raises(Exception, match="in use by malt pid"):
+        FileLock(tmp_path, path, "the experiment").acquire()  # a second holder is told who holds it
+    lock.release()
+    assert path.read_bytes() == b""
+    shared = FileLock(tmp_path, path, "the repository").acquire(exclusive=False)
+    shared.release()
+    assert path.read_bytes() == b""
