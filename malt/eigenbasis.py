@@ -36,6 +36,23 @@ from malt.errors import DataError
 from malt.provenance import one_blas_thread
 
 
+def inverse_sum_factors(a: np.ndarray, b: np.ndarray, rel_err: float = 1e-3) -> tuple[np.ndarray, np.ndarray]:
+    """Φ (len(a), r), Ψ (len(b), r) with Φ Ψᵀ ≈ 1 / (a ⊕ b) to relative error ``rel_err`` for positive a, b:
+    the trapezoidal rule on 1/x = ∫ exp(s − x eˢ) ds (exponential sums for 1/x: Braess & Hackbusch,
+    IMA J. Numer. Anal. 25:685–697, 2005),
+    whose every term factors as e^{−a eˢ} e^{−b eˢ}. Step h = π² / (ln(1/ε) + 4) (the rule's error for an
+    integrand analytic in the strip |Im s| < π/2), truncated where the tails fall below ε. r grows with
+    ln(max/min) of a ⊕ b: 16 nodes for a 3·10⁴ range at ε = 1e-2, 23 at 1e-3. All terms are positive, so a diagonal
+    U1² (1 / (a ⊕ b)) U2²ᵀ built from them carries the same relative error entry by entry."""
+    lo, hi = float(a.min() + b.min()), float(a.max() + b.max())
+    log_eps = np.log(rel_err)
+    h = np.pi ** 2 / (4.0 - log_eps)
+    s = np.arange(log_eps - np.log(hi), np.log(3.0 - log_eps) - np.log(lo) + h, h)
+    t = np.exp(s)
+    root = np.sqrt(h * t)
+    return root * np.exp(-np.outer(a, t)), root * np.exp(-np.outer(b, t))
+
+
 SHARED_POOL_ROWS = 1000
 """Single-precision decompositions of fewer rows run in one BLAS thread (`Eigenbasis.symmetric`); from
 ~1000 rows a second thread pays (1200 rows: 0.12 s at one thread, 0.08 s at two)."""
@@ -268,12 +285,21 @@ class KroneckerEigenbasis:
         spec = self.spectrum(kind) + shift
         return self.unrotate(self.rotate(R) / spec)
 
-    def inverse_diagonal(self, kind: str = "sum", shift: float = 0.0) -> np.ndarray:
+    def inverse_diagonal(self, kind: str = "sum", shift: float = 0.0, rel_err: float | None = None) -> np.ndarray:
         """diag((A ⊕ B + shift·I)⁻¹) as an (n, m) array: Σ_ab U_A[i,a]² U_B[j,b]² / (a_a + b_b + shift).
-        Orthonormal full-rank bases only. Two rotations (of the squared bases)."""
+        Orthonormal full-rank bases only. Two rotations (of the squared bases), O(n²m + nm²).
+
+        ``rel_err`` (kind 'sum', positive spectrum): every entry to that relative accuracy from
+        `inverse_sum_factors` (1/(a ⊕ b) ≈ Φ Ψᵀ with r ≈ 16 terms at 1 %), O(n²r + m²r + nmr) — for a
+        preconditioner, which needs no more."""
         self._need_orthonormal("inverse_diagonal")
         U1, U2 = self.left.vectors, self.right.vectors
-        return (U1 * U1) @ (1.0 / (self.spectrum(kind) + shift)) @ (U2 * U2).T
+        if rel_err is None:
+            return (U1 * U1) @ (1.0 / (self.spectrum(kind) + shift)) @ (U2 * U2).T
+        if kind != "sum":
+            raise ValueError("an approximate inverse diagonal needs kind='sum'")
+        Phi, Psi = inverse_sum_factors(self.a + shift, self.b, rel_err)
+        return ((U1 * U1) @ Phi) @ ((U2 * U2) @ Psi).T
 
     # ---- exact Gaussian sampling -------------------------------------------------------------
     def sample(self, rng: np.random.Generator, kind: str = "sum", shift: float = 0.0) -> np.ndarray:

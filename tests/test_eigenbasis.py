@@ -218,3 +218,11 @@ def test_single_precision_decomposition_is_backward_stable_and_returned_in_doubl
     assert np.linalg.norm(U.T @ U - np.eye(120), 2) <= 120 * u
     assert np.max(np.abs(np.sort(d) - np.sort(double.values))) <= 120 * u * norm
     assert np.linalg.norm(K @ U - U * d, 2) > 1e-3 * 120 * u * norm  # it is single precision, not double
+
+
+def test_approximate_inverse_diagonal_is_within_its_relative_error():
+    """inverse_diagonal(rel_err=…) entry by entry against the exact diagonal (every term positive)."""
+    basis = KroneckerEigenbasis(spd(30, 0.01), spd(8, 0.05))
+    exact = basis.inverse_diagonal()
+    for eps in (1e-2, 1e-4):
+        assert np.max(np.abs(basis.inverse_diagonal(rel_err=eps) / exact - 1.0)) <= eps

@@ -29,7 +29,7 @@ seconds, one BLAS thread, same process; version 6 measured 3.6× on the same ben
 about 42× for the Anderson-accelerated alternation (tests/benchmarks/bench_pma.py). About 45 % of it
 is the iterations' rotations, 10 % each setting's starting residual and right-hand side; the
 preconditioner's diagonal comes from an exponential-sum factorisation of 1/(a ⊕ b)
-(`inverse_sum_factors`), O(n²r) with r ≈ 16 instead of O(n²m).
+(`KroneckerEigenbasis.inverse_diagonal` with ``rel_err``), O(n²r) with r ≈ 16 instead of O(n²m).
 """
 from __future__ import annotations
 
@@ -109,29 +109,12 @@ conjugate gradients' rotations (relative error ~1e-6)."""
 
 PRECONDITIONER_REL_ERR = 1e-2
 """Relative accuracy of the preconditioner's diagonal diag(Λ_UU) = U1² (1 / (a ⊕ b)) U2²ᵀ, built from
-`inverse_sum_factors` in O(n²r) instead of O(n²m): a Jacobi preconditioner off by 1 % converges as
+`KroneckerEigenbasis.inverse_diagonal` in O(n²r) instead of O(n²m): a Jacobi preconditioner off by 1 % converges as
 the exact one does (CAL500 and emotions: the same iterations per kernel setting)."""
 
 UPDATE_TOL_FACTOR = 10.0
 """Kernel settings before the last are solved to this × ``tol``: their fixed points only feed the K2
 re-estimation (an average over rows), and the last setting is solved to ``tol`` from their warm start."""
-
-
-def inverse_sum_factors(a: np.ndarray, b: np.ndarray, rel_err: float = 1e-3) -> tuple[np.ndarray, np.ndarray]:
-    """Φ (len(a), r), Ψ (len(b), r) with Φ Ψᵀ ≈ 1 / (a ⊕ b) to relative error ``rel_err`` for positive a, b:
-    the trapezoidal rule on 1/x = ∫ exp(s − x eˢ) ds (exponential sums for 1/x: Braess & Hackbusch,
-    IMA J. Numer. Anal. 25:685–697, 2005),
-    whose every term factors as e^{−a eˢ} e^{−b eˢ}. Step h = π² / (ln(1/ε) + 4) (the rule's error for an
-    integrand analytic in the strip |Im s| < π/2), truncated where the tails fall below ε. r grows with
-    ln(max/min) of a ⊕ b: 16 nodes for a 3·10⁴ range at ε = 1e-2, 23 at 1e-3. All terms are positive, so a diagonal
-    U1² (1 / (a ⊕ b)) U2²ᵀ built from them carries the same relative error entry by entry."""
-    lo, hi = float(a.min() + b.min()), float(a.max() + b.max())
-    log_eps = np.log(rel_err)
-    h = np.pi ** 2 / (4.0 - log_eps)
-    s = np.arange(log_eps - np.log(hi), np.log(3.0 - log_eps) - np.log(lo) + h, h)
-    t = np.exp(s)
-    root = np.sqrt(h * t)
-    return root * np.exp(-np.outer(a, t)), root * np.exp(-np.outer(b, t))
 
 
 class MissingEntrySolver:
@@ -179,7 +162,6 @@ class MissingEntrySolver:
             self.both_h = self.both_h @ change.astype(self.dtype)
             return
         self.U1 = np.asarray(basis.left.vectors, dtype=self.dtype)
-        self.U1_sq = self.U1 * self.U1
         left = self.U1.T @ np.hstack([self.Xt.astype(self.dtype), self.Xo.astype(self.dtype)])
         self.both_h = np.empty((3 * n, m), dtype=self.dtype)
         np.matmul(left[:, :m], self.U2, out=self.both_h[:n])
@@ -225,8 +207,7 @@ class MissingEntrySolver:
         self.solves += 1
         U1, U2 = self.U1, self.U2
         inv_S = 1.0 / self._spectrum()
-        Phi, Psi = inverse_sum_factors(basis.a, basis.b, PRECONDITIONER_REL_ERR)  # 1/(a ⊕ b) ≈ Φ Ψᵀ
-        D = ((self.U1_sq @ Phi.astype(dtype)) @ ((U2 * U2) @ Psi.astype(dtype)).T).ravel().take(idx).astype(float)
+        D = basis.inverse_diagonal(rel_err=PRECONDITIONER_REL_ERR).ravel().take(idx)  # diag(Λ_UU), to 1 %
         scaled = (self.both_h[:2 * n].reshape(2, n, m) * inv_S) @ U2.T
         start = U1 @ np.hstack([scaled[0], scaled[1]])
         R = -start[:, :m].ravel().take(idx).astype(float)  # −Λ_U· X̃: the residual at the warm start
