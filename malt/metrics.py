@@ -143,3 +143,38 @@ def rmse(truth: np.ndarray, estimate: np.ndarray) -> float:
 
 def mae(truth: np.ndarray, estimate: np.ndarray) -> float:
     return float(np.mean(np.abs(truth - estimate)))
+
+
+def npmi_coherence(top_word_ids: np.ndarray, docs) -> float:
+    """Topic coherence: the mean over topics of the mean NPMI of each topic's top-word pairs.
+
+    NPMI(w_i, w_j) = log(P(w_i, w_j) / (P(w_i) P(w_j))) / −log P(w_i, w_j) (Bouma 2009), with P the
+    share of the reference documents ``docs`` (D × V counts, dense or sparse) that contain the word(s):
+    document co-occurrence, as in Lau, Newman & Baldwin (2014) and Aletras & Stevenson (2013).
+    Conventions (Bouma's limits): a pair that never co-occurs (including a word absent from every
+    reference document) scores −1; a pair present in every document scores 1. Range [−1, 1].
+
+    ``top_word_ids``: (K, N) vocabulary indices, N ≥ 2 words per topic. Cost O(D N² K).
+    """
+    import scipy.sparse as sp
+
+    ids = np.asarray(top_word_ids, dtype=int)
+    if ids.ndim != 2 or ids.shape[1] < 2:
+        raise ValueError(f"top_word_ids must be (topics, words ≥ 2), got shape {ids.shape}")
+    present = (sp.csc_matrix(docs) > 0).astype(float)
+    n_docs = present.shape[0]
+    iu = np.triu_indices(ids.shape[1], k=1)
+    per_topic = []
+    for row in ids:
+        sub = present[:, row]
+        joint = np.asarray((sub.T @ sub).todense())[iu] / n_docs
+        marginal = np.asarray(sub.sum(axis=0)).ravel() / n_docs
+        pi, pj = marginal[iu[0]], marginal[iu[1]]
+        npmi = np.full(joint.shape, -1.0)
+        together = joint > 0
+        everywhere = joint >= 1.0
+        inner = together & ~everywhere
+        npmi[inner] = np.log(joint[inner] / (pi[inner] * pj[inner])) / -np.log(joint[inner])
+        npmi[everywhere] = 1.0
+        per_topic.append(npmi.mean())
+    return float(np.mean(per_topic))

@@ -65,3 +65,21 @@ def test_undefined_cases_follow_the_declared_conventions():
     assert metrics.f1_macro(Y, P) == 1.0  # labels 2 and 3: no positive anywhere, left out
     assert np.isnan(metrics.average_precision(Y[1:], S[1:]))
     assert np.isnan(metrics.f1_micro(np.zeros((2, 3)), np.zeros((2, 3))))
+
+
+def test_npmi_coherence_by_hand():
+    """Bouma's NPMI with document co-occurrence on four documents (presence, not counts):
+    d1 = {a, b}, d2 = {a, b, c}, d3 = {a}, d4 = {c}; word d occurs nowhere.
+    P(a) = 3/4, P(b) = P(c) = 1/2, P(a,b) = 1/2, P(a,c) = P(b,c) = 1/4, so
+    NPMI(a,b) = log(4/3)/log 2, NPMI(a,c) = log(2/3)/log 4, NPMI(b,c) = 0; a pair with d scores -1."""
+    docs = np.array([[2, 1, 0, 0], [1, 3, 1, 0], [5, 0, 0, 0], [0, 0, 1, 0]])
+    abc = (np.log(4 / 3) / np.log(2) + np.log(2 / 3) / np.log(4) + 0.0) / 3
+    assert metrics.npmi_coherence([[0, 1, 2]], docs) == pytest.approx(abc, abs=1e-12)
+    with_d = (-1.0 - 1.0 + np.log(4 / 3) / np.log(2)) / 3  # topic (d, a, b)
+    assert metrics.npmi_coherence([[0, 1, 2], [3, 0, 1]], docs) == pytest.approx((abc + with_d) / 2, abs=1e-12)
+    everywhere = np.ones((3, 2))
+    assert metrics.npmi_coherence([[0, 1]], everywhere) == 1.0
+    import scipy.sparse as sp
+    assert metrics.npmi_coherence([[2, 1, 0]], sp.csr_matrix(docs)) == pytest.approx(abc, abs=1e-12)
+    with pytest.raises(ValueError):
+        metrics.npmi_coherence([[0]], docs)

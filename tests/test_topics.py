@@ -472,3 +472,28 @@ def test_diagnostics_script_pairs_folds_against_the_reference(tmp_path):
                                      1: {"metrics": {"perplexity_conditional": 1100.0}}}}}
     table = script.thesis_tables(fake)
     assert "| different100 | – / – | 1050 ± 71 (2/5) / 1231 ± 32 | – / 1195 ± 49 | – / 1183 ± 36 |" in table
+
+
+def test_coherence_ctm_recovers_planted_topic_words_unigram_does_not():
+    """Three topics on disjoint word sets (10 words each), every document drawn from one of them. The
+    planted topics' top-10 words are their supports; NPMI is a mean over word pairs, so a model whose
+    topics recover the supports scores exactly the planted coherence on the same held-out documents,
+    and the unigram baseline's one word list (mixing topics, pairs that never co-occur) scores below."""
+    from malt.algorithms.topics.models import Unigram
+    from malt.metrics import npmi_coherence
+
+    rng = np.random.default_rng(0)
+    n_docs, K, W = 150, 3, 10
+    topic = rng.integers(0, K, n_docs)
+    counts = np.zeros((n_docs, K * W))
+    for d, t in enumerate(topic):
+        counts[d, t * W:(t + 1) * W] = rng.multinomial(20, np.full(W, 1 / W))
+    ds = {"docs": sp.csr_matrix(counts), "X": counts, "y": topic, "vocab": [f"w{j}" for j in range(K * W)]}
+    task = TopicsTask()
+    split = task.split(ds, task.Params(), 0)
+    planted = npmi_coherence(np.arange(K * W).reshape(K, W), split.docs_test)
+    s_ctm, _ = _run(CTM(), CTM.Params(iters=20, test_iters=10), ds)
+    s_uni, _ = _run(Unigram(), Unigram.Params(), ds)
+    assert planted > 0.5
+    assert s_ctm["coherence"] == pytest.approx(planted, abs=1e-12)
+    assert s_uni["coherence"] < planted - 0.5

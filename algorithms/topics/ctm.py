@@ -197,7 +197,11 @@ def infer_documents(counts, beta, M, Sigma, iters=30):
     return lam, nu2, zeta, b
 
 
+def top_word_ids(beta, n=10):
+    """(K, n) vocabulary indices of each topic's n most probable words, most probable first."""
+    return np.argsort(-beta, axis=1)[:, :n]
+
+
 def top_words(beta, vocab, n=10):
     """The n most probable words of each topic, one space-separated string per topic."""
-    idx = np.argsort(-beta, axis=1)[:, :n]
-    return [" ".join(str(vocab[j]) for j in row) for row in idx]
+    return [" ".join(str(vocab[j]) for j in row) for row in top_word_ids(beta, n)]

@@ -75,7 +75,8 @@ class CTM(Algorithm):
                           smoothing=params.smoothing, trace=_em_progress(ctx, params.iters))
         M = np.broadcast_to(fit["mu"], (split.docs_test.shape[0], params.topics))
         lam, _, _, ll = ctm.infer_documents(split.docs_test, fit["beta"], M, fit["Sigma"], params.test_iters)
-        return Prediction(extras={"loglik": ll, "embedding_train": fit["lam"], "embedding_test": lam},
+        return Prediction(extras={"loglik": ll, "embedding_train": fit["lam"], "embedding_test": lam,
+                                  "top_word_ids": ctm.top_word_ids(fit["beta"], params.top_n)},
                           diagnostics=_ctm_diag(fit, split.vocab, params.top_n))
 
 
@@ -83,6 +84,8 @@ class CTM(Algorithm):
 class UnigramParams(Params):
     smoothing: float = param(0.01, "pseudo-count added to every word's training count (as ctm's β update)",
                              Interval(0, None, "neither"))
+    top_n: int = param(10, "most frequent words listed as the model's one topic (coherence baseline)",
+                       Interval(2, None))
 
 
 @register
@@ -102,7 +105,8 @@ class Unigram(Algorithm):
     def run(self, split: TopicsSplit, params: UnigramParams, ctx) -> Prediction:
         q = np.asarray(split.docs_train.sum(axis=0), dtype=float).ravel() + params.smoothing
         logq = np.log(q / q.sum())
-        return Prediction(extras={"loglik": np.asarray(split.docs_test @ logq, dtype=float).ravel()},
+        return Prediction(extras={"loglik": np.asarray(split.docs_test @ logq, dtype=float).ravel(),
+                                  "top_word_ids": ctm.top_word_ids(logq[None, :], params.top_n)},
                           diagnostics={"vocabulary": int(q.size)})
 
 
@@ -223,4 +227,5 @@ class GPTM(Algorithm):
         diagnostics.update(_ctm_diag(fit, split.vocab, params.top_n))
         diagnostics.update({"gamma": params.gamma, "c": params.c, "sigma_trace": float(np.trace(fit["Sigma"]))})
         return Prediction(extras={"loglik": cond, "loglik_joint": joint, "embedding_train": fit["F"].T,
-                                  "embedding_test": Fs.T}, diagnostics=diagnostics)
+                                  "embedding_test": Fs.T, "top_word_ids": ctm.top_word_ids(fit["beta"], params.top_n)},
+                          diagnostics=diagnostics)

@@ -12,9 +12,12 @@ What the algorithm returns in ``Prediction.extras``:
 ``embedding_train``, ``embedding_test`` : optional (n_train, k) and (n_test, k) document embeddings
     (λ for CTM, F for GPTM); a linear SVM trained on the first and tested on the second gives
     ``embedding_error`` when the dataset has class labels ``y``.
+``top_word_ids`` : optional (K, N) vocabulary indices of each topic's N most probable words; their
+    NPMI over the held-out documents gives ``coherence`` (the unigram baseline lists its N most
+    frequent words as one "topic": the coherence a topic model must beat).
 
 Metrics: ``perplexity`` (6.23) = exp(-loglik_joint / N_test), ``perplexity_conditional`` (6.24)
-= exp(-Σ loglik / N_test), N_test the number of held-out tokens; ``embedding_error``.
+= exp(-Σ loglik / N_test), N_test the number of held-out tokens; ``embedding_error``; ``coherence``.
 Top words per topic go in ``Prediction.diagnostics['top_words']``.
 """
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from malt.errors import DataError
+from malt.metrics import npmi_coherence
 from malt.params import Interval, Params, param
 from malt.splits import Prediction, TopicsSplit
 from malt.tasks.base import Metric, Task, as_array, fold_assignment, register_task
@@ -66,6 +70,10 @@ class TopicsTask(Task):
         Metric("embedding_error", "SVM error on embedding", "lower", True,
                conventions="linear SVM (standardised embeddings, C = svm_C) trained on the training documents' "
                            "embeddings, tested on the held-out ones; NaN with fewer than two classes"),
+        Metric("coherence", "Topic coherence (NPMI)", "higher",
+               conventions="mean over topics of the mean NPMI of its top-word pairs, document co-occurrence in "
+                           "the held-out documents (malt.metrics.npmi_coherence); a pair never seen together "
+                           "scores -1"),
     )
 
     def check(self, dataset, params):
@@ -107,6 +115,13 @@ class TopicsTask(Task):
                                               (split.docs_train.shape[0], train.shape[1])).astype(np.float32)
             out["embedding_test"] = as_array(ex["embedding_test"], "extras['embedding_test']",
                                              (n_test, train.shape[1])).astype(np.float32)
+        if "top_word_ids" in ex:
+            ids = np.asarray(ex["top_word_ids"])
+            if ids.ndim != 2 or not ((ids >= 0) & (ids < split.docs_test.shape[1])).all():
+                raise ValueError(f"extras['top_word_ids'] must be (topics, words) vocabulary indices, got shape "
+                                 f"{ids.shape}")
+            if ids.shape[1] >= 2:  # one word per topic has no pair to score
+                out["top_word_ids"] = ids.astype(np.int32)
         if not out:
             raise ValueError("the algorithm returned neither extras['loglik'] nor embeddings to score")
         return out
@@ -117,6 +132,8 @@ class TopicsTask(Task):
             n_tokens = float(split.docs_test.sum())
             out["perplexity"] = float(np.exp(-float(packed["loglik_joint"]) / n_tokens))
             out["perplexity_conditional"] = float(np.exp(-float(np.sum(packed["loglik"])) / n_tokens))
+        if "top_word_ids" in packed:
+            out["coherence"] = npmi_coherence(packed["top_word_ids"], split.docs_test)
         if split.labels_train is not None and "embedding_train" in packed:
             out["embedding_error"] = embedding_error(packed["embedding_train"].astype(float), split.labels_train,
                                                      packed["embedding_test"].astype(float), split.labels_test,
