@@ -131,6 +131,15 @@ def fig_3_8(out: Path, labeled: int = 30, k: int = 10, seed: int = 0, draws: int
         ss = 100 * np.asarray(ss)
         sd = f" ± {ss.std(ddof=1):.1f}" if len(ss) > 1 else ""
         print(f"| {kind} / {kind}LP | {100 * u:.1f} | {ss.mean():.1f}{sd} | {' '.join(f'{v:.1f}' for v in ss)} |")
+    pairs = [(a, b) for i, a in enumerate(np.unique(y)) for b in np.unique(y)[i + 1:]]
+    print(f"\nper pair of classes (points of the two classes only; seed {seed}): interval_error, %\n")
+    print("| embedding | " + " | ".join(f"unsup. {a + 1}|{b + 1}" for a, b in pairs) + " | "
+          + " | ".join(f"semi {a + 1}|{b + 1}" for a, b in pairs) + " |")
+    print("|---|" + "---:|" * (2 * len(pairs)))
+    for kind in KINDS:
+        cells = [interval_error(e[(y == a) | (y == b)], y[(y == a) | (y == b)])
+                 for e in emb[kind] for a, b in pairs]
+        print(f"| {kind} / {kind}LP | " + " | ".join(f"{100 * c:.1f}" for c in cells) + " |")
     fig, axes = plt.subplots(2, 3, figsize=(12, 6), sharex=True)
     colors = plt.cm.tab10(np.arange(3))
     for j, kind in enumerate(KINDS):

@@ -19,7 +19,7 @@ Printed, in markdown:
   variant as algo@params (e.g. ltsalp@none for `ltsalp` at its defaults);
 * --predicted-share: per dataset, l and method, the share (%) of scored points predicted as the
   dataset's least frequent class (mean over folds, from the stored predictions), beside the
-  majority baseline's error (= that class's true share among the scored points);
+  majority baseline's error (on a two-class set, that class's true share among the scored points);
 * --ranks: per method, its rank (1 = lowest mean error) in every (dataset, l) cell, the mean rank,
   and in how many cells it is within one thesis-free margin of the best: the best mean + the
   best's fold std.
@@ -138,7 +138,7 @@ def main(argv=None):
         from malt.datasets.catalogue import DataRoots, entry
 
         print("\nshare (%) of scored points predicted as the dataset's least frequent class "
-              "(mean over folds; majority's error = its true share)\n")
+              "(mean over folds; on a two-class set majority's error = that class's true share)\n")
         print("| dataset | l | minority class (n) | " + " | ".join(a.methods) + " | majority error |")
         print("|---|---:|---|" + "---:|" * (len(a.methods) + 1))
         for d in a.dataset:
