@@ -1,7 +1,7 @@
 """Figure 3.8 of the dissertation (a picture, not a results table): the unsupervised and the
 unconstrained semi-supervised 1-D embeddings of Wine (LE, LLE, LTSA).
 
-    python figures.d/scripts/fig_3_8.py --out DIR [--labeled 30 --k 10 --tangent-dim 1 --seed 0 --draws 1]
+    python figures.d/scripts/fig_3_8.py --out DIR [--labeled 30 --k 10 --tangent-dim 1 --scale none --seed 0 --draws 1]
 
 It draws the embeddings and prints one number per panel, the 1-D class-separation error of the
 coordinate (`interval_error`: the fewest points misplaced when the line is cut into one interval
@@ -104,7 +104,8 @@ def labelled_draw(y: np.ndarray, labeled: int, seed: int) -> np.ndarray:
                                    for c in classes]))
 
 
-def fig_3_8(out: Path, labeled: int = 30, k: int = 10, seed: int = 0, draws: int = 1, tangent_dim: int = 1) -> None:
+def fig_3_8(out: Path, labeled: int = 30, k: int = 10, seed: int = 0, draws: int = 1, tangent_dim: int = 1,
+            scale: str = "none") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -115,14 +116,14 @@ def fig_3_8(out: Path, labeled: int = 30, k: int = 10, seed: int = 0, draws: int
     ds = entry("wine").loader(DataRoots.default())
     X, y = ds.components["X"], np.asarray(ds.components["y"])
     lab = labelled_draw(y, labeled, seed)
-    emb = embeddings(X, y, lab, k, tangent_dim=tangent_dim)
+    emb = embeddings(X, y, lab, k, scale, tangent_dim=tangent_dim)
     stats = {kind: (interval_error(emb[kind][0], y), [interval_error(emb[kind][1], y)]) for kind in KINDS}
     for d in range(1, draws):
         lab_d = labelled_draw(y, labeled, seed + d)
         for kind in KINDS:
-            M, _ = alignment(kind, X, k, tangent_dim=tangent_dim)
+            M, _ = alignment(kind, X, k, scale, tangent_dim=tangent_dim)
             stats[kind][1].append(interval_error(semisupervised_1d(M, lab_d, y[lab_d]), y))
-    print(f"Wine, k = {k}, LTSA tangent dimension {tangent_dim}, {len(lab)} labelled, draws (seeds) {seed}..{seed + draws - 1}: 1-D class-separation "
+    print(f"Wine, k = {k}, LTSA tangent dimension {tangent_dim}, features {scale}, {len(lab)} labelled, draws (seeds) {seed}..{seed + draws - 1}: 1-D class-separation "
           "error (interval_error, %; lower = classes more separate)\n")
     print("| embedding | unsupervised | semi-supervised (mean ± std over draws) | semi-supervised per draw |")
     print("|---|---:|---:|---|")
@@ -155,10 +156,11 @@ def fig_3_8(out: Path, labeled: int = 30, k: int = 10, seed: int = 0, draws: int
             ax.set_xlabel("point (dataset order)")
     axes[0, 0].legend(fontsize=7)
     fig.suptitle(f"Figure 3.8: Wine, 1-D embeddings (k = {k}, LTSA tangent dimension {tangent_dim}, "
-                 f"unscaled features, {len(lab)} labelled)")
+                 f"{'unscaled' if scale == 'none' else scale} features, {len(lab)} labelled)")
     fig.tight_layout()
     out.mkdir(parents=True, exist_ok=True)
     suffix = "" if (k, tangent_dim) == (10, 1) else f"-k{k}-d{tangent_dim}"  # the figure's own parameters keep the name
+    suffix += "" if scale == "none" else f"-{scale}"
     for ext in ("png", "pdf"):
         fig.savefig(out / f"fig-3-8{suffix}.{ext}", dpi=110)
     plt.close(fig)
@@ -171,9 +173,10 @@ def main(argv=None):
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tangent-dim", type=int, default=1, help="LTSA local tangent dimension (ltsalp's tangent_dim)")
+    ap.add_argument("--scale", default="none", help="feature scaling of the graph (malt.graphs.prepared: none, standardize)")
     ap.add_argument("--draws", type=int, default=1, help="labelled draws for the semi-supervised statistic")
     a = ap.parse_args(argv)
-    fig_3_8(a.out, a.labeled, a.k, a.seed, a.draws, a.tangent_dim)
+    fig_3_8(a.out, a.labeled, a.k, a.seed, a.draws, a.tangent_dim, a.scale)
 
 
 if __name__ == "__main__":
