@@ -49,7 +49,7 @@ table-6-6: table-6-2
 
 # Tables 6.3-6.5: top words of CTM and GPTM (𝒦_NN, 𝒦_ML) topics on News100 (10 topics), read from the
 # diagnostics the runs stored. The thesis judges them by eye ("appear more coherent in GPTMs"); the
-# table adds the topics task's `coherence` (NPMI of each topic's top-10 word pairs over the held-out
+# table adds the topics task's `coherence` (NPMI of each topic's top-10 word pairs over the training
 # documents) with the unigram model's ten most frequent words as the baseline a topic must beat.
 table-6-3-5: install
 	$(if $(call algos,ctm),$(CV) --algo ctm --param topics=10 --dataset news100 --task topics)

@@ -478,7 +478,8 @@ def test_coherence_ctm_recovers_planted_topic_words_unigram_does_not():
     """Three topics on disjoint word sets (10 words each), every document drawn from one of them. The
     planted topics' top-10 words are their supports; NPMI is a mean over word pairs, so a model whose
     topics recover the supports scores exactly the planted coherence on the same held-out documents,
-    and the unigram baseline's one word list (mixing topics, pairs that never co-occur) scores below."""
+    and the unigram baseline's one word list (mixing topics, pairs that never co-occur) scores below.
+    The reference documents are the training fold."""
     from malt.algorithms.topics.models import Unigram
     from malt.metrics import npmi_coherence
 
@@ -491,7 +492,7 @@ def test_coherence_ctm_recovers_planted_topic_words_unigram_does_not():
     ds = {"docs": sp.csr_matrix(counts), "X": counts, "y": topic, "vocab": [f"w{j}" for j in range(K * W)]}
     task = TopicsTask()
     split = task.split(ds, task.Params(), 0)
-    planted = npmi_coherence(np.arange(K * W).reshape(K, W), split.docs_test)
+    planted = npmi_coherence(np.arange(K * W).reshape(K, W), split.docs_train)
     s_ctm, _ = _run(CTM(), CTM.Params(iters=20, test_iters=10), ds)
     s_uni, _ = _run(Unigram(), Unigram.Params(), ds)
     assert planted > 0.5
