@@ -42,7 +42,8 @@ COMPACT_WASTE = 0.5
 def pack_arrays(arrays: dict[str, np.ndarray]) -> tuple[list[dict], bytes]:
     meta, chunks, offset = [], [], 0
     for name in sorted(arrays):
-        arr = np.ascontiguousarray(arrays[name])
+        arr = np.asarray(arrays[name])
+        arr = np.ascontiguousarray(arr).reshape(arr.shape)  # ascontiguousarray makes a 0-d array 1-d
         if arr.dtype == object:
             raise TypeError(f"prediction array {name!r} has dtype object")
         raw = arr.tobytes()

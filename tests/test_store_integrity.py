@@ -380,3 +380,19 @@ def test_a_lock_note_lives_only_while_the_lock_is_held(tmp_path):
     shared = FileLock(tmp_path, path, "the repository").acquire(exclusive=False)
     shared.release()
     assert path.read_bytes() == b""
+
+
+def test_prediction_arrays_come_back_with_their_shapes_including_scalars():
+    """What a task packs is what it reads back (the engine scores a unit on the round trip): a 0-d
+    array stays 0-d, a Fortran-ordered one keeps its shape and values."""
+    import numpy as np
+
+    from malt.repository.experiments import pack_arrays, unpack_arrays
+
+    arrays = {"scalar": np.array(-12.5), "matrix": np.asfortranarray(np.arange(6.0).reshape(2, 3)),
+              "ids": np.arange(4, dtype=np.int32)}
+    meta, blob = pack_arrays(arrays)
+    back = unpack_arrays(meta, memoryview(blob))
+    for name, arr in arrays.items():
+        assert back[name].shape == arr.shape and back[name].dtype == arr.dtype
+        assert np.array_equal(back[name], arr)

@@ -498,3 +498,24 @@ def test_coherence_ctm_recovers_planted_topic_words_unigram_does_not():
     assert planted > 0.5
     assert s_ctm["coherence"] == pytest.approx(planted, abs=1e-12)
     assert s_uni["coherence"] < planted - 0.5
+
+
+def test_rescore_of_a_topics_experiment_gives_the_scores_of_the_run(tmp_path):
+    """`malt rescore` recomputes every topics metric from the stored predictions: the joint bound is a
+    scalar, and the store gives it back as one (it once came back with shape (1,), and rescore
+    crashed with a traceback)."""
+    from click.testing import CliRunner
+
+    import malt
+    from malt.cli import main
+
+    repo = tmp_path / "repo"
+    args = ["cv", "--repo", str(repo), "--algo", "ctm", "--algo", "unigram", "--param", "iters=3",
+            "--param", "test_iters=3", "--dataset", "synthetic-ctm", "--task", "topics", "--folds", "2", "--quiet"]
+    assert CliRunner().invoke(main, args, catch_exceptions=False).exit_code == 0
+    before = malt.load(repo).frame.sort_values(["algorithm", "fold", "metric"])["value"].to_numpy()
+    result = CliRunner().invoke(main, ["rescore", "--repo", str(repo)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    after = malt.load(repo).frame.sort_values(["algorithm", "fold", "metric"])["value"].to_numpy()
+    assert before.size == after.size > 0
+    assert np.array_equal(before, after, equal_nan=True)

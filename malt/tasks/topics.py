@@ -134,7 +134,8 @@ class TopicsTask(Task):
         out = {}
         if "loglik" in packed:
             n_tokens = float(split.docs_test.sum())
-            out["perplexity"] = float(np.exp(-float(packed["loglik_joint"]) / n_tokens))
+            joint = float(np.ravel(packed["loglik_joint"])[0])  # stored before 2026-11-24 with shape (1,)
+            out["perplexity"] = float(np.exp(-joint / n_tokens))
             out["perplexity_conditional"] = float(np.exp(-float(np.sum(packed["loglik"])) / n_tokens))
         if "top_word_ids" in packed:
             out["coherence"] = npmi_coherence(packed["top_word_ids"], split.docs_train)
