@@ -2,11 +2,15 @@
 
 usage: glp_cells.py REPO FIG [--rows uci|text] [--protocol fold|unlabeled|stratified|stratified-unlabeled|stratified-folds-unlabeled] [--seed S]
                     [--dataset-as THESIS=OURS ...] [--only DATASET ...] [--params P] [--variants] [--seeds] [--summary]
+                    [--against REPO2 --against-protocol PROTOCOL]
 FIG = 3.4, 3.5, 3.6, or `all` (the three); reads the repository and malt/published/glp.csv;
 figures.d/ch3-glp-cells.md (UCI) and figures.d/ch3-glp-text.md (text) have the tables it printed.
 Ours = mean ± std over the five folds of one experiment (seed 0 unless --seed) run with the
 `semisupervised` task options of --protocol (stratify, evaluate, stratify_folds; default: the task's defaults);
 inside = |ours - thesis| <= 2 thesis std; "std ratio" = our fold std / the thesis's std.
+A cell stored by several experiments (another dataset hash) is read from the newest one.
+--against lists, per figure, the cells whose inside/outside differs from REPO2's under --against-protocol
+(the cells a change of protocol moved), with both means.
 The thesis's Cancer row is WDBC: breast-cancer=sklearn-breast-cancer is always applied.
 """
 import argparse
@@ -69,6 +73,36 @@ def cells(frame, fig, a, alias):
             yield row
 
 
+def newest(frame):
+    """Each cell (dataset, l, seed, row display) from its newest experiment only: a repository that
+    holds the same cell under two dataset hashes (e.g. the 20 Newsgroups sets before and after the
+    topic vocabulary's v2, which re-keys their experiments and so their inner-CV folds) shows the
+    current code's run, not a mixture of ten folds."""
+    cell = ["dataset", "task.labeled", "task.seed", "display"]
+    latest = frame.groupby(cell + ["experiment"])["timestamp"].max().reset_index()
+    latest = latest.sort_values("timestamp").groupby(cell).tail(1)
+    return frame.merge(latest[cell + ["experiment"]], on=cell + ["experiment"])
+
+
+def load(repo, protocol):
+    f = ResultSet.load(repo).frame
+    f = f[(f["task"] == "semisupervised") & (f["metric"] == "error") & (f["task.folds"].astype(int) == 5)]
+    return newest(protocol_rows(f, protocol))
+
+
+def moved(rows, other, fig, protocol, other_protocol):
+    """The cells inside under one protocol and outside under the other (both seed-0 five-fold means)."""
+    theirs = {(r["dataset"], r["method"]): r for r in other if r["main"]}
+    print(f"\nFigure {fig}: cells that move between {other_protocol} and {protocol}\n")
+    print(f"| thesis row | method | thesis | {other_protocol} | {protocol} | moved |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        o = theirs.get((r["dataset"], r["method"]))
+        if r["main"] and o is not None and o["inside"] != r["inside"]:
+            print(f"| {r['thesis_row']} | {r['method']} | {r['tmean']} ± {r['tstd']} | {o['mean']:.1f} ± {o['std']:.1f} | "
+                  f"{r['mean']:.1f} ± {r['std']:.1f} | {'in → out' if o['inside'] else 'out → in'} |")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("repo"); p.add_argument("fig", choices=["3.4", "3.5", "3.6", "all"])
@@ -85,13 +119,14 @@ def main():
     p.add_argument("--grid", action="store_true",
                    help="one compact table per figure: rows = datasets, columns = methods, 'ours / thesis'")
     p.add_argument("--only", action="append", default=[], help="only these datasets (ours; repeatable)")
+    p.add_argument("--against", default=None, help="another repository: list the cells whose inside/outside differs")
+    p.add_argument("--against-protocol", choices=list(PROTOCOLS), default="fold", help="the protocol of --against")
     a = p.parse_args()
     if a.params is None:
         a.params = PARAMS[a.rows]
     alias = {"breast-cancer": "sklearn-breast-cancer", **dict(x.split("=") for x in a.dataset_as)}
-    f = ResultSet.load(a.repo).frame
-    f = f[(f["task"] == "semisupervised") & (f["metric"] == "error") & (f["task.folds"].astype(int) == 5)]
-    f = protocol_rows(f, a.protocol)
+    f = load(a.repo, a.protocol)
+    g = load(a.against, a.against_protocol) if a.against else None
     if a.only:
         f = f[f["dataset"].isin(a.only)]
     figs = ["3.4", "3.5", "3.6"] if a.fig == "all" else [a.fig]
@@ -99,6 +134,9 @@ def main():
     for fig in figs:
         rows = list(cells(f, fig, a, alias))
         main_rows = [r for r in rows if r["main"]]
+        if g is not None:
+            moved(rows, list(cells(g, fig, a, alias)), fig, a.protocol, a.against_protocol)
+            continue
         if a.grid and not a.summary:
             methods = list(dict.fromkeys(r["method"] for r in main_rows))
             print(f"\nFigure {fig}: ours (five folds, seed {0 if a.seed is None else a.seed}) / thesis; "
@@ -136,6 +174,8 @@ def main():
                         float(np.median(ratios)) if ratios else float("nan"),
                         float(np.median([r["std"] for r in main_rows])) if main_rows else float("nan"),
                         sum(r["std"] < r["tstd"] for r in main_rows)))
+    if g is not None:
+        return
     print(f"\nprotocol {a.protocol}, seed {0 if a.seed is None else a.seed}, {a.repo}\n")
     print("| figure | inside | cells | median std ratio (ours / thesis) | median fold std (ours) | cells with our std < thesis's |")
     print("|---|---:|---:|---:|---:|---:|")
