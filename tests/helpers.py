@@ -47,3 +47,13 @@ def three_dataset_semisupervised_repo(path: Path):
                                            "--algo", "tikreg"])
         assert result.exit_code == 0, result.output
     return ResultSet.load(path)
+
+
+def figure_script(name: str):
+    """The module ``figures.d/scripts/<name>.py`` (the folder is not a package), freshly loaded."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "figures.d" / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

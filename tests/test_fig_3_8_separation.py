@@ -1,19 +1,15 @@
 """Figure 3.8's 1-D class-separation statistic (figures.d/scripts/fig_3_8.py: interval_error)."""
-import importlib.util
 from itertools import permutations
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.helpers import figure_script
+
 
 @pytest.fixture(scope="module")
 def fg():
-    path = Path(__file__).resolve().parents[1] / "figures.d" / "scripts" / "fig_3_8.py"
-    spec = importlib.util.spec_from_file_location("fig_3_8", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return figure_script("fig_3_8")
 
 
 def brute_force(e, y):

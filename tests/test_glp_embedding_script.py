@@ -1,18 +1,14 @@
 """figures.d/scripts/glp_embedding.py: the reader behind figures.d/ch3-glp-embedding.md."""
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.helpers import figure_script
+
 
 @pytest.fixture(scope="module")
 def ge():
-    path = Path(__file__).resolve().parents[1] / "figures.d" / "scripts" / "glp_embedding.py"
-    spec = importlib.util.spec_from_file_location("glp_embedding", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return figure_script("glp_embedding")
 
 
 def test_paired_and_ranks_hand_values(ge):

@@ -283,13 +283,9 @@ def test_sparse_text_features_give_the_dense_results():
 def test_fig_3_8_embeddings_are_the_eigenvector_and_the_lp_solution():
     """Figure 3.8 helpers: the unsupervised LE coordinate is the second generalised eigenvector of
     (L_u, D) (D-orthogonal to the constant), the semi-supervised one is GF on the centred 1-D code."""
-    import importlib.util
-    from pathlib import Path
+    from tests.helpers import figure_script
 
-    path = Path(__file__).resolve().parents[1] / "figures.d" / "scripts" / "fig_3_8.py"
-    spec = importlib.util.spec_from_file_location("fig_3_8", path)
-    fg = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fg)
+    fg = figure_script("fig_3_8")
 
     X, y = blobs(45, seed=2)
     lab = np.concatenate([np.flatnonzero(y == c)[:3] for c in range(3)])

@@ -361,12 +361,10 @@ def test_inner_cv_chooses_the_kernel_strength_and_reports_it(corpus):
 def test_top_words_script_reads_what_malt_cv_stored(tmp_path):
     """Tables 6.3-6.5 come from a `malt cv` run: the script lists each topic's words from the stored
     diagnostics, and fails with one line on a folder that is not a repository."""
-    import importlib.util
-    from pathlib import Path
-
     from click.testing import CliRunner
 
     from malt.cli import main
+    from tests.helpers import figure_script
 
     repo = tmp_path / "repo"
     result = CliRunner().invoke(main, ["cv", "--repo", str(repo), "--algo", "ctm", "--param", "iters=3",
@@ -374,10 +372,7 @@ def test_top_words_script_reads_what_malt_cv_stored(tmp_path):
                                        "synthetic-ctm", "--task", "topics", "--folds", "2", "--quiet"],
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    path = Path(__file__).resolve().parents[1] / "figures.d" / "scripts" / "topics_top_words.py"
-    spec = importlib.util.spec_from_file_location("topics_top_words", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = figure_script("topics_top_words")
     text = script.top_word_tables(repo, "synthetic-ctm", fold=1)
     assert "### ctm" in text and "| Topic 1 | Topic 2 | Topic 3 |" in text
     rows = [line for line in text.splitlines() if line.startswith("| w")]
@@ -437,12 +432,10 @@ def test_unigram_baseline_by_hand():
 def test_diagnostics_script_pairs_folds_against_the_reference(tmp_path):
     """The ch6 diagnostics come from what `malt cv` stored: per configuration the tr Σ of each fold's
     fit and the per-fold metric difference to ctm on the same folds."""
-    import importlib.util
-    from pathlib import Path
-
     from click.testing import CliRunner
 
     from malt.cli import main
+    from tests.helpers import figure_script
     from malt.repository.store import Repository
 
     repo = tmp_path / "repo"
@@ -451,10 +444,7 @@ def test_diagnostics_script_pairs_folds_against_the_reference(tmp_path):
     for algo in (["--algo", "ctm"], ["--algo", "gptm", "--param", "kernel=identity"]):
         result = CliRunner().invoke(main, base + algo, catch_exceptions=False)
         assert result.exit_code == 0, result.output
-    path = Path(__file__).resolve().parents[1] / "figures.d" / "scripts" / "topics_diagnostics.py"
-    spec = importlib.util.spec_from_file_location("topics_diagnostics", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = figure_script("topics_diagnostics")
     runs = script.collect(repo)["synthetic-ctm"]
     assert set(runs) == {"ctm", "gptm kernel=identity sigma=learned"}
     store = Repository(repo).check_readable()
