@@ -148,9 +148,10 @@ def mae(truth: np.ndarray, estimate: np.ndarray) -> float:
 def npmi_coherence(top_word_ids: np.ndarray, docs) -> float:
     """Topic coherence: the mean over topics of the mean NPMI of each topic's top-word pairs.
 
-    NPMI(w_i, w_j) = log(P(w_i, w_j) / (P(w_i) P(w_j))) / −log P(w_i, w_j) (Bouma 2009), with P the
-    share of the reference documents ``docs`` (D × V counts, dense or sparse) that contain the word(s):
-    document co-occurrence, as in Lau, Newman & Baldwin (2014) and Aletras & Stevenson (2013).
+    NPMI(w_i, w_j) = log(P(w_i, w_j) / (P(w_i) P(w_j))) / −log P(w_i, w_j) (Bouma 2009; as a topic
+    coherence, Aletras & Stevenson 2013, Lau, Newman & Baldwin 2014), with P the share of the reference
+    documents ``docs`` (D × V counts, dense or sparse) that contain the word(s): whole documents as
+    the co-occurrence window, as Mimno et al. (2011) count (Lau et al. slide a word window instead).
     Conventions (Bouma's limits): a pair that never co-occurs (including a word absent from every
     reference document) scores −1; a pair present in every document scores 1. Range [−1, 1].
 
