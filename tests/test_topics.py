@@ -1,6 +1,8 @@
 """Topic models (dissertation ch. 6): CTM and GPTM variational EM, kernels, the topics task."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -462,6 +464,12 @@ def test_diagnostics_script_pairs_folds_against_the_reference(tmp_path):
                                      1: {"metrics": {"perplexity_conditional": 1100.0}}}}}
     table = script.thesis_tables(fake)
     assert "| different100 | – / – | 1050 ± 71 (2/5) / 1231 ± 32 | – / 1195 ± 49 | – / 1183 ± 36 |" in table
+    # best-of-2 CTM units in the same repository never mix with the single-start ones
+    result = CliRunner().invoke(main, base + ["--algo", "ctm", "--param", "restarts=2"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    single, best = script.collect(repo, restarts=1)["synthetic-ctm"], script.collect(repo)["synthetic-ctm"]
+    assert single["ctm"] == runs["ctm"] and set(best) == {"ctm"}
+    assert {r["params"].get("restarts") for r in best["ctm"].values()} == {2}
 
 
 def test_coherence_ctm_recovers_planted_topic_words_unigram_does_not():
@@ -509,3 +517,20 @@ def test_rescore_of_a_topics_experiment_gives_the_scores_of_the_run(tmp_path):
     after = malt.load(repo).frame.sort_values(["algorithm", "fold", "metric"])["value"].to_numpy()
     assert before.size == after.size > 0
     assert np.array_equal(before, after, equal_nan=True)
+
+
+@pytest.mark.parametrize("algo, params", [
+    (CTM(), CTM.Params(iters=5, test_iters=5)),
+    (GPTM(), GPTM.Params(iters=5, test_iters=5, kernel="knn")),
+])
+def test_restarts_keep_the_start_with_the_highest_training_bound(corpus, algo, params):
+    """restarts=3: the kept fit is the start whose final training bound is highest (checked against
+    the three starts' bounds), start 1 is the single fit of restarts=1 under the same seed, and the
+    starts differ (else the test could not tell a kept start from any other)."""
+    _, single = _run(algo, params, corpus)
+    scores, pred = _run(algo, dataclasses.replace(params, restarts=3), corpus)
+    d = pred.diagnostics
+    assert len(d["restart_bounds"]) == 3 and len(set(d["restart_bounds"])) > 1
+    assert d["restart_bounds"][0] == single.diagnostics["final_bound"]
+    assert d["final_bound"] == max(d["restart_bounds"]) == d["restart_bounds"][d["restart_kept"]]
+    assert "restart_bounds" not in single.diagnostics and np.isfinite(scores["perplexity_conditional"])

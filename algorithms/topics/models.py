@@ -27,6 +27,8 @@ class CTMParams(Params):
     smoothing: float = param(0.01, "pseudo-count added to every topic-word count in the β update (unseen words)",
                              Interval(0, None, "neither"))
     top_n: int = param(10, "words listed per topic in the diagnostics", Interval(1, None))
+    restarts: int = param(1, "variational EM runs from different random starts; the one with the highest "
+                          "training bound is kept (GPTM: its final fit; inner-CV fits start once)", Interval(1, None))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +63,26 @@ def _em_progress(ctx, iters, start=0.0, span=1.0, what="EM"):
     return lambda it, bound: ctx.progress(start + span * (it + 1) / iters, f"{what} iteration {it + 1}/{iters}")
 
 
+def best_of_restarts(fit_once, restarts: int, rng: np.random.Generator, ctx, iters: int, start: float = 0.0):
+    """Run variational EM ``restarts`` times and keep the fit whose final training bound is highest.
+
+    ``fit_once(rng, trace)`` fits once (``trace`` reports progress through ``ctx``; None without one); every start draws its initial topics from the same ``rng`` in
+    turn, so one unit seed fixes all of them (and ``restarts=1`` is the single fit it always was). The
+    bound is the objective EM climbs (Table 6.1 for CTM, 6.7 for GPTM), so it ranks local optima of one
+    model on one training set without touching held-out documents — the rule of scikit-learn's
+    ``GaussianMixture(n_init=…)``. Returns (best fit, {"restart_bounds": [...], "restart_kept": i}).
+    Cost: ``restarts`` fits.
+    """
+    span = (1.0 - start) / restarts
+    fits = []
+    for r in range(restarts):
+        what = "EM" if restarts == 1 else f"EM start {r + 1}/{restarts}"
+        fits.append(fit_once(rng, None if ctx is None else _em_progress(ctx, iters, start + r * span, span, what)))
+    finals = [float(f["bounds"][-1]) for f in fits]
+    kept = int(np.argmax(finals))
+    return fits[kept], ({} if restarts == 1 else {"restart_bounds": finals, "restart_kept": kept})
+
+
 @register
 class CTM(Algorithm):
     """Correlated topic model, batched variational EM (Blei & Lafferty 2006)."""
@@ -71,13 +93,15 @@ class CTM(Algorithm):
     version = "1"
 
     def run(self, split: TopicsSplit, params: CTMParams, ctx) -> Prediction:
-        fit = ctm.fit_ctm(split.docs_train, params.topics, ctx.rng, params.iters, params.e_iters, params.tol,
-                          smoothing=params.smoothing, trace=_em_progress(ctx, params.iters))
+        fit, restarts = best_of_restarts(
+            lambda rng, trace: ctm.fit_ctm(split.docs_train, params.topics, rng, params.iters, params.e_iters,
+                                           params.tol, smoothing=params.smoothing, trace=trace),
+            params.restarts, ctx.rng, ctx, params.iters)
         M = np.broadcast_to(fit["mu"], (split.docs_test.shape[0], params.topics))
         lam, _, _, ll = ctm.infer_documents(split.docs_test, fit["beta"], M, fit["Sigma"], params.test_iters)
         return Prediction(extras={"loglik": ll, "embedding_train": fit["lam"], "embedding_test": lam,
                                   "top_word_ids": ctm.top_word_ids(fit["beta"], params.top_n)},
-                          diagnostics=_ctm_diag(fit, split.vocab, params.top_n))
+                          diagnostics=_ctm_diag(fit, split.vocab, params.top_n) | restarts)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -157,19 +181,25 @@ def document_kernel(split: TopicsSplit, params: GPTMParams, ctx, known: np.ndarr
     return kernels.mustlink_kernel(np.concatenate([known, np.full(nte, -1)]), params.gamma, params.c)
 
 
-def fit_and_score(docs_train, docs_test, Kall, params: GPTMParams, rng, trace=None):
-    """Fit GPTM on ``docs_train`` with 𝒦 = Kall[:n, :n], infer the held-out documents (6.16–6.20).
+def fit_and_score(docs_train, docs_test, Kall, params: GPTMParams, rng, ctx=None, restarts: int = 1,
+                  start: float = 0.0):
+    """Fit GPTM on ``docs_train`` with 𝒦 = Kall[:n, :n] (best of ``restarts`` starts by the bound 6.7),
+    infer the held-out documents (6.16–6.20).
 
-    Returns (fit, F_* (K, M), conditional bounds (M,), joint bound of 6.23).
+    Returns (fit, F_* (K, M), conditional bounds (M,), joint bound of 6.23, restart diagnostics).
     """
     ntr = docs_train.shape[0]
     K_ff, K_sf, K_ss = Kall[:ntr, :ntr], Kall[ntr:, :ntr], Kall[ntr:, ntr:]
-    fit = gptm.fit_gptm(docs_train, K_ff, params.topics, rng, learn_sigma=params.sigma == "learned",
-                        iters=params.iters, e_iters=params.e_iters, tol=params.tol, smoothing=params.smoothing,
-                        trace=trace)
+
+    def fit_once(rng, trace):
+        return gptm.fit_gptm(docs_train, K_ff, params.topics, rng, learn_sigma=params.sigma == "learned",
+                             iters=params.iters, e_iters=params.e_iters, tol=params.tol,
+                             smoothing=params.smoothing, trace=trace)
+
+    fit, restart_diag = best_of_restarts(fit_once, restarts, rng, ctx, params.iters, start)
     Fbar, Kbar = gptm.gp_conditional(fit["F"], K_ff, K_sf, K_ss)
     Fs, _, cond, joint = gptm.infer_new(docs_test, fit["beta"], fit["Sigma"], Fbar, Kbar, iters=params.test_iters)
-    return fit, Fs, cond, joint
+    return fit, Fs, cond, joint, restart_diag
 
 
 def select_kernel_strength(split: TopicsSplit, params: GPTMParams, ctx, known: np.ndarray):
@@ -190,7 +220,7 @@ def select_kernel_strength(split: TopicsSplit, params: GPTMParams, ctx, known: n
         else:
             Kall = kernels.mustlink_kernel(np.concatenate([known[train], np.full(val.size, -1)]), option.gamma,
                                            option.c)
-        _, _, cond, _ = fit_and_score(split.docs_train[train], split.docs_train[val], Kall, option,
+        _, _, cond, _, _ = fit_and_score(split.docs_train[train], split.docs_train[val], Kall, option,
                                       np.random.default_rng(seeds))
         return float(-cond.sum() / max(split.docs_train[val].sum(), 1.0))  # log conditional perplexity
 
@@ -222,9 +252,9 @@ class GPTM(Algorithm):
             diagnostics.update(choice.diagnostics())
             start = 0.8
         Kall = document_kernel(split, params, ctx, known)
-        fit, Fs, cond, joint = fit_and_score(split.docs_train, split.docs_test, Kall, params, ctx.rng,
-                                             trace=_em_progress(ctx, params.iters, start, 1.0 - start))
-        diagnostics.update(_ctm_diag(fit, split.vocab, params.top_n))
+        fit, Fs, cond, joint, restarts = fit_and_score(split.docs_train, split.docs_test, Kall, params, ctx.rng,
+                                                       ctx, params.restarts, start)
+        diagnostics.update(_ctm_diag(fit, split.vocab, params.top_n) | restarts)
         diagnostics.update({"gamma": params.gamma, "c": params.c, "sigma_trace": float(np.trace(fit["Sigma"]))})
         return Prediction(extras={"loglik": cond, "loglik_joint": joint, "embedding_train": fit["F"].T,
                                   "embedding_test": Fs.T, "top_word_ids": ctm.top_word_ids(fit["beta"], params.top_n)},

@@ -11,8 +11,11 @@ Reads what `malt cv` stored in a results repository; fits nothing. Per dataset a
 
 With ``--thesis-tables``: Tables 6.2 and 6.6 with cells "ours / thesis" (mean ± std over folds).
 
+Each dataset's CTM and GPTM units are read at one number of EM starts (``restarts``): ``--restarts N``,
+or the most any of them used, so single-start and best-of-N runs in one repository never mix.
+
 Run: python figures.d/scripts/topics_diagnostics.py REPO [--dataset D ...] [--metric perplexity_conditional]
-     [--reference ctm] [--thesis-tables [--grid TEXT]] [--out FILE.md]
+     [--reference ctm] [--restarts N] [--thesis-tables [--grid TEXT]] [--out FILE.md]
 """
 from __future__ import annotations
 
@@ -42,12 +45,14 @@ def _label(rec) -> str:
     return label
 
 
-def collect(repo_path, datasets=None):
-    """{dataset: {label: {fold: record}}} of the ok units of every topics experiment."""
+def collect(repo_path, datasets=None, restarts=None):
+    """{dataset: {label: {fold: record}}} of the ok units of every topics experiment, the CTM and GPTM
+    ones at ``restarts`` EM starts (None: the most stored for the dataset); models without starts
+    (unigram, gplvm) always."""
     from malt.repository.store import Repository
 
     repo = Repository(Path(repo_path)).check_readable()
-    out = collections.defaultdict(lambda: collections.defaultdict(dict))
+    found = collections.defaultdict(list)
     for exp in repo.experiments():
         spec = repo.read_spec(exp)
         if spec.get("task", "topics") != "topics" and "topics" not in exp:
@@ -58,10 +63,18 @@ def collect(repo_path, datasets=None):
         units, _, _ = repo.experiment(exp).read_log()
         for rec in units.values():
             if rec.get("status") == "ok" and "fold" in rec:
-                label = _label(rec)
-                if rec["params"].get("n_labelled") is not None:
-                    label += f" n_labelled={rec['params']['n_labelled']}"
-                out[name][label][rec["fold"]] = rec
+                found[name].append(rec)
+    out = collections.defaultdict(lambda: collections.defaultdict(dict))
+    for name, records in found.items():
+        starts = {r["params"].get("restarts", 1) for r in records if r["algorithm"] in ("ctm", "gptm")}
+        keep = restarts if restarts is not None else max(starts, default=1)
+        for rec in records:
+            if rec["algorithm"] in ("ctm", "gptm") and rec["params"].get("restarts", 1) != keep:
+                continue
+            label = _label(rec)
+            if rec["params"].get("n_labelled") is not None:
+                label += f" n_labelled={rec['params']['n_labelled']}"
+            out[name][label][rec["fold"]] = rec
     return out
 
 
@@ -155,13 +168,15 @@ def main(argv=None) -> int:
     ap.add_argument("--dataset", action="append")
     ap.add_argument("--metric", default="perplexity_conditional")
     ap.add_argument("--reference", default="ctm")
+    ap.add_argument("--restarts", type=int, help="read CTM/GPTM units fitted with this many EM starts "
+                    "(default: the most stored per dataset)")
     ap.add_argument("--thesis-tables", action="store_true",
                     help="print Tables 6.2 and 6.6 as 'ours / thesis' cells instead")
     ap.add_argument("--grid", help="with --thesis-tables: only tuned runs whose label contains this text")
     ap.add_argument("--out")
     a = ap.parse_args(argv)
     try:
-        runs = collect(a.repo, a.dataset)
+        runs = collect(a.repo, a.dataset, a.restarts)
         text = thesis_tables(runs, a.grid) if a.thesis_tables else report(runs, a.metric, a.reference)
     except Exception as exc:  # one clear line, nothing written
         print(f"error: {exc}", file=sys.stderr)
