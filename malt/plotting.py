@@ -16,6 +16,7 @@ holds that slot.
 """
 from __future__ import annotations
 
+import collections
 import hashlib
 import math
 import re
@@ -130,6 +131,8 @@ class Family:
     setting: str | None
     fixed: dict  # the task options shared by every experiment of the family
     experiments: dict = field(default_factory=dict)  # experiment id -> value of the swept setting
+    tag: str = ""  # set by `families` when another family would otherwise share this one's name
+
 
     @property
     def swept(self) -> bool:
@@ -139,11 +142,15 @@ class Family:
         return f"{self.dataset} · {self.task}"
 
     def subtitle(self) -> str:
-        """The non-default fixed task options, e.g. 'missing=0.3, discard=True'."""
+        """The non-default fixed task options, e.g. 'missing=0.3, discard=True', then the tag ('id 0219cc42')
+        of a family whose name another one shares."""
         defaults = _task_defaults(self.task)
         shown = {k: v for k, v in self.fixed.items() if k in defaults and not _same(v, defaults[k])}
         shown.update({k: v for k, v in self.fixed.items() if k not in defaults})
-        return ", ".join(f"{k}={_fmt_value(v)}" for k, v in sorted(shown.items()))
+        parts = [f"{k}={_fmt_value(v)}" for k, v in sorted(shown.items())]
+        if self.tag:
+            parts.append(f"id {self.tag}")
+        return ", ".join(parts)
 
     def slug(self) -> str:
         parts = [self.dataset, self.task]
@@ -244,7 +251,24 @@ def families(rs) -> list[Family]:
         for exp in members:
             if exp not in covered:
                 out.append(Family(dataset, task, None, options[exp], {exp: None}))
-    return out
+    return _distinct_names(out)
+
+
+def _distinct_names(found: list[Family]) -> list[Family]:
+    """Tag the families that would share a slug, so no figure or table file overwrites another's.
+
+    Two families share one when a dataset name and the shown options are the same but the data or an
+    unshown option is not: a data file edited between two runs, or specs stored before a task option
+    existed. The tag is the experiment id's hash part (one experiment) or a hash of the ids (several).
+    """
+    slugs = [family.slug() for family in found]
+    counts = collections.Counter(slugs)
+    for family, slug in zip(found, slugs):
+        if counts[slug] > 1:
+            ids = sorted(family.experiments)
+            family.tag = (ids[0].rsplit("-", 1)[-1] if len(ids) == 1
+                          else hashlib.sha256(",".join(ids).encode()).hexdigest()[:8])
+    return found
 
 
 def _settings(rs, members, task) -> list[str]:

@@ -269,3 +269,26 @@ def test_combined_table_puts_discard_variants_beside_and_bolds_the_best(repo):
     (row,) = table.rows
     assert [c for c in table.columns if table.cells[(row, c)].best] == [best]
     assert abs(table.cells[(row, best)].mean - 100 * means.min()) < 1e-9
+
+
+def test_a_data_file_edited_between_runs_gets_two_figures_and_two_captions(tmp_path):
+    """One CSV, edited between two `malt cv` runs: two experiments with the same dataset name and
+    options. Each keeps its own figure and its own table caption (the second once overwrote the
+    first's file, and both tables carried the same caption)."""
+    repo, data = tmp_path / "repo", tmp_path / "m.csv"
+    ids = []
+    for shift in (0, 5):
+        X = np.random.default_rng(shift).normal(size=(40, 4)) + shift
+        np.savetxt(data, np.c_[X, X[:, 0] > X[:, 0].mean()], delimiter=",", fmt="%.5f")
+        result = CliRunner().invoke(main, ["cv", "--repo", str(repo), "--quiet", "--algo", "majority", "--algo", "gf",
+                                           "--dataset", str(data), "--folds", "2", "--labeled", "10"])
+        assert result.exit_code == 0, result.output
+        ids.append(result.output.split()[-1])
+    assert ids[0] != ids[1]
+    result = CliRunner().invoke(main, ["plot", str(repo), "--out", str(tmp_path / "f"), "--format", "png"])
+    assert result.exit_code == 0, result.output
+    tags = sorted(i.rsplit("-", 1)[-1] for i in ids)
+    assert sorted(p.name for p in (tmp_path / "f").iterdir()) == [
+        f"m_semisupervised_folds=2_labeled=10_id_{tag}_error.png" for tag in tags]
+    table = CliRunner().invoke(main, ["table", str(repo)])
+    assert table.exit_code == 0 and all(f"labeled=10, id {tag})" in table.output for tag in tags)
