@@ -21,7 +21,9 @@
 
 # Starts: each CTM and GPTM fit is the best of TOPICS_RESTARTS variational-EM runs by its training
 # bound (restarts; GPTM's inner-CV fits start once). With one start, a new unit seed alone moved a
-# fold's perplexity by up to 95 (figures.d/ch6-topics.md, "Restarts"). The thesis does not say.
+# fold's perplexity by up to 95 (figures.d/ch6-topics.md, "Best of five EM starts"); the thesis does
+# not say. Five starts add four final fits per unit: table-6-2 on Different100 took 4.5 min with
+# --jobs 2 at load 2-4, News100 31 min at load 4.
 TOPICS_RESTARTS ?= 5
 STARTS = --param restarts=$(TOPICS_RESTARTS)
 T62_DATASETS ?= different100 similar100 same100 asrs news100
