@@ -133,7 +133,6 @@ class Family:
     experiments: dict = field(default_factory=dict)  # experiment id -> value of the swept setting
     tag: str = ""  # set by `families` when another family would otherwise share this one's name
 
-
     @property
     def swept(self) -> bool:
         return self.setting is not None
@@ -259,7 +258,8 @@ def _distinct_names(found: list[Family]) -> list[Family]:
 
     Two families share one when a dataset name and the shown options are the same but the data or an
     unshown option is not: a data file edited between two runs, or specs stored before a task option
-    existed. The tag is the experiment id's hash part (one experiment) or a hash of the ids (several).
+    existed. The tag, shown in the subtitle and so in every file name and caption, is the experiment
+    id's hash part (one experiment) or a hash of the ids (several).
     """
     slugs = [family.slug() for family in found]
     counts = collections.Counter(slugs)

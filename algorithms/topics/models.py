@@ -66,12 +66,12 @@ def _em_progress(ctx, iters, start=0.0, span=1.0, what="EM"):
 def best_of_restarts(fit_once, restarts: int, rng: np.random.Generator, ctx, iters: int, start: float = 0.0):
     """Run variational EM ``restarts`` times and keep the fit whose final training bound is highest.
 
-    ``fit_once(rng, trace)`` fits once (``trace`` reports progress through ``ctx``; None without one); every start draws its initial topics from the same ``rng`` in
-    turn, so one unit seed fixes all of them (and ``restarts=1`` is the single fit it always was). The
-    bound is the objective EM climbs (Table 6.1 for CTM, 6.7 for GPTM), so it ranks local optima of one
-    model on one training set without touching held-out documents — the rule of scikit-learn's
-    ``GaussianMixture(n_init=…)``. Returns (best fit, {"restart_bounds": [...], "restart_kept": i}).
-    Cost: ``restarts`` fits.
+    ``fit_once(rng, trace)`` fits once (``trace`` reports progress through ``ctx``; None without one).
+    Every start draws its initial topics from the same ``rng`` in turn, so one unit seed fixes all of
+    them (and ``restarts=1`` is the single fit it always was). The bound is the objective EM climbs
+    (Table 6.1 for CTM, 6.7 for GPTM), so it ranks local optima of one model on one training set
+    without touching held-out documents — the rule of scikit-learn's ``GaussianMixture(n_init=…)``.
+    Returns (best fit, {"restart_bounds": [...], "restart_kept": i}). Cost: ``restarts`` fits.
     """
     span = (1.0 - start) / restarts
     fits = []
@@ -221,7 +221,7 @@ def select_kernel_strength(split: TopicsSplit, params: GPTMParams, ctx, known: n
             Kall = kernels.mustlink_kernel(np.concatenate([known[train], np.full(val.size, -1)]), option.gamma,
                                            option.c)
         _, _, cond, _, _ = fit_and_score(split.docs_train[train], split.docs_train[val], Kall, option,
-                                      np.random.default_rng(seeds))
+                                         np.random.default_rng(seeds))
         return float(-cond.sum() / max(split.docs_train[val].sum(), 1.0))  # log conditional perplexity
 
     return select(options, evaluate, ids, better="lower",
