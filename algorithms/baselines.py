@@ -17,11 +17,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from malt import linalg
-from malt.context import to_dense
+from malt.numerics import linalg
 from malt.params import Interval, NoParams, Options, Params, param
 from malt.registry import Algorithm, register
-from malt.selection import InnerCVParams, Selection, candidates, inner_fold_ids, select
+from malt.numerics.selection import InnerCVParams, Selection, candidates, inner_fold_ids, select
 from malt.splits import Prediction
 
 # Inner CV defaults shared by the multi-label baselines: 3 folds, and C grids a decade apart.
@@ -154,8 +153,9 @@ def select_on_path(params: Params, grids: dict[str, Sequence], path: Callable[[n
     return select(options, evaluate, ids, progress=progress)
 
 
-def _scaled(split, scale: bool):
-    X_train, X_test = to_dense(split.X_train).astype(float), to_dense(split.X_test).astype(float)
+def train_test_features(split, scale: bool):
+    """A split's dense float features (train, test), standardised on the training rows if ``scale``."""
+    X_train, X_test = linalg.to_dense(split.X_train).astype(float), linalg.to_dense(split.X_test).astype(float)
     return linalg.standardize_train_test(X_train, X_test) if scale else (X_train, X_test)
 
 
@@ -206,7 +206,7 @@ class MLLR(Algorithm):
     version = "2"  # C chosen by inner CV by default
 
     def run(self, split, params, ctx):
-        X_train, X_test = _scaled(split, params.scale)
+        X_train, X_test = train_test_features(split, params.scale)
         Y = np.asarray(split.Y_train, dtype=float)
         diagnostics = {}
         if params.select == "inner-cv":
@@ -279,7 +279,7 @@ class MLSVM(Algorithm):
     version = "4"  # C chosen by inner CV (2), RBF kernel (3), C and γ by inner CV (4), by default
 
     def run(self, split, params, ctx):
-        X_train, X_test = _scaled(split, params.scale)
+        X_train, X_test = train_test_features(split, params.scale)
         Y = np.asarray(split.Y_train, dtype=float)
         diagnostics = {}
         if params.select == "inner-cv":

@@ -34,9 +34,8 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import expit
 
-from malt import linalg
-from malt.context import to_dense
-from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
+from malt.numerics import linalg
+from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
@@ -67,7 +66,7 @@ class BMRModel:
         ~1e-6); ``out`` is an (n, L) array of that dtype to write into (saves first-touch page faults
         of a fresh 10⁶ × 101 result when predicting repeatedly).
         """
-        X = to_dense(X)
+        X = linalg.to_dense(X)
         Wx = self.W[:, :-1] / self.std  # fold standardisation into W
         b = (self.W[:, -1] - Wx @ self.mean).astype(dtype)
         Wt = np.ascontiguousarray(Wx.T, dtype=dtype)
@@ -81,7 +80,7 @@ class BMRModel:
 
 def design_matrix(X, mean, std) -> np.ndarray:
     """Standardised features with a trailing bias column."""
-    X = (np.asarray(to_dense(X), dtype=float) - mean) / std
+    X = (np.asarray(linalg.to_dense(X), dtype=float) - mean) / std
     return np.hstack([X, np.ones((X.shape[0], 1))])
 
 
@@ -217,7 +216,7 @@ def fit_bmr(X, Y, *, bound: str = "bohning", iterations: int = 200, tol: float =
     Y = np.asarray(Y, dtype=float)
     known = ~np.isnan(Y)
     Yk = np.where(known, Y, 0.0)
-    X = np.asarray(to_dense(X), dtype=float)
+    X = np.asarray(linalg.to_dense(X), dtype=float)
     if X.shape[0] != Y.shape[0]:
         raise DataError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}; pass one label row per feature row")
     if mean is None:

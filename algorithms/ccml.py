@@ -16,7 +16,7 @@ from malt.params import Options, Interval, param
 from malt.registry import Algorithm, register
 from malt.splits import Prediction
 
-from .baselines import MultilabelCVParams, _scaled, log_loss, select_on_path, single_threaded_blas
+from .baselines import MultilabelCVParams, train_test_features, log_loss, select_on_path, single_threaded_blas
 
 
 def classifier_chain(X_train, Y_train, X_test, order, make_model):
@@ -62,7 +62,7 @@ class CCML(Algorithm):
         from sklearn.exceptions import ConvergenceWarning
         from sklearn.linear_model import LogisticRegression
 
-        X_tr, X_te = _scaled(split, True)
+        X_tr, X_te = train_test_features(split, True)
         Y = np.asarray(split.Y_train, dtype=float)
         L = Y.shape[1]
         order = ctx.rng.permutation(L) if params.order == "random" else np.arange(L)

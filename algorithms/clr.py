@@ -37,10 +37,10 @@ import numpy as np
 
 from malt.params import Interval, Options, param
 from malt.registry import Algorithm, register
-from malt.selection import candidates
+from malt.numerics.selection import candidates
 from malt.splits import Prediction
 
-from .baselines import (MultilabelCVParams, _scaled, hinge_loss, log_loss, logistic_path, rbf_gamma, select_on_path,
+from .baselines import (MultilabelCVParams, train_test_features, hinge_loss, log_loss, logistic_path, rbf_gamma, select_on_path,
                         single_threaded_blas, svm_candidate_margins)
 
 
@@ -138,7 +138,7 @@ class CLR(Algorithm):
         from sklearn.exceptions import ConvergenceWarning
         from sklearn.linear_model import LogisticRegression
 
-        X_tr, X_te = _scaled(split, True)
+        X_tr, X_te = train_test_features(split, True)
         Y = np.asarray(split.Y_train, dtype=float)
         diagnostics = {}
         if params.select == "inner-cv":

@@ -19,7 +19,7 @@ from malt.params import Interval, param
 from malt.registry import Algorithm, register
 from malt.splits import Prediction
 
-from .baselines import MultilabelCVParams, _scaled, log_loss, select_on_path, single_threaded_blas
+from .baselines import MultilabelCVParams, train_test_features, log_loss, select_on_path, single_threaded_blas
 from .ccml import classifier_chain
 
 
@@ -59,7 +59,7 @@ class ECC(Algorithm):
         from sklearn.exceptions import ConvergenceWarning
         from sklearn.linear_model import LogisticRegression
 
-        X_tr, X_te = _scaled(split, True)
+        X_tr, X_te = train_test_features(split, True)
         Y = np.asarray(split.Y_train, dtype=float)
         n, L = Y.shape
         orders = [ctx.rng.permutation(L) for _ in range(params.chains)]

@@ -15,7 +15,7 @@ from malt.params import Interval, param
 from malt.registry import Algorithm, register
 from malt.splits import Prediction
 
-from .baselines import (MultilabelCVParams, _scaled, fit_logistic, log_loss, logistic_path, predict_logistic,
+from .baselines import (MultilabelCVParams, train_test_features, fit_logistic, log_loss, logistic_path, predict_logistic,
                         select_on_path)
 from .mlknn import positions
 
@@ -64,7 +64,7 @@ class IBLR(Algorithm):
         Y = np.asarray(split.Y_train, dtype=float)
         Z_tr = neighbour_label_rates(Y, positions(tr, nb_tr))
         if params.features:
-            Z_tr = np.hstack([Z_tr, _scaled(split, True)[0]])
+            Z_tr = np.hstack([Z_tr, train_test_features(split, True)[0]])
         diagnostics = {}
         if params.select == "inner-cv":
             choice = select_on_path(params, {"C": params.C_grid},
@@ -78,7 +78,7 @@ class IBLR(Algorithm):
         nb_te, _ = ctx.knn(params.k, query=np.asarray(split.test_index), among=tr, exclude_self=False)
         Z_te = neighbour_label_rates(Y, positions(tr, nb_te))
         if params.features:
-            Z_te = np.hstack([Z_te, _scaled(split, True)[1]])
+            Z_te = np.hstack([Z_te, train_test_features(split, True)[1]])
         P = predict_logistic(models, Z_te)
         return Prediction(scores=P, labels=(P > 0.5).astype(float), diagnostics=dict(diagnostics))
 

@@ -19,9 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from malt import linalg
+from malt.numerics import linalg
 from malt.algorithms.subspace_svm import label_svms, micro_f1_known
-from malt.context import to_dense
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
@@ -376,7 +375,7 @@ class ICCA(Algorithm):
                                         f"({params.max_sweeps}); lower min_sweeps or raise max_sweeps")
         if isinstance(split, RecoverySplit):
             return self.recover(split, params, ctx)
-        Xtr, Xte = linalg.standardize_train_test(to_dense(split.X_train), to_dense(split.X_test))
+        Xtr, Xte = linalg.standardize_train_test(linalg.to_dense(split.X_train), linalg.to_dense(split.X_test))
         Ytr = (2 * np.asarray(split.Y_train, float) - 1) * params.label_scale
         y_mean = np.nan_to_num(np.nanmean(Ytr, axis=0)) if Ytr.size else np.zeros(Ytr.shape[1])
         Ytr = Ytr - y_mean  # the model (§3) assumes centred data: μ_y is the label means

@@ -24,7 +24,7 @@ from malt.algorithms.recommenders import Observed, als_biased_mf, ridge_rows, tr
 from malt.errors import DataError
 from malt.params import Interval, Options, param
 from malt.registry import Algorithm, register
-from malt.selection import InnerCVParams, candidates, inner_fold_ids, select
+from malt.numerics.selection import InnerCVParams, candidates, inner_fold_ids, select
 from malt.splits import Prediction, RatingsSplit
 
 

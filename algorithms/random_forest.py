@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from malt.context import to_dense
+from malt.numerics.linalg import to_dense
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
 from malt.splits import Prediction

@@ -29,7 +29,7 @@ import scipy.sparse as sp
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
-from malt.selection import InnerCVParams, candidates, inner_fold_ids, select
+from malt.numerics.selection import InnerCVParams, candidates, inner_fold_ids, select
 from malt.splits import Prediction
 
 # --------------------------------------------------------------------------------------------- #

@@ -13,12 +13,11 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from malt import linalg
-from malt.context import to_dense
+from malt.numerics import linalg
 from malt.errors import DataError
 from malt.params import Interval, Options, param
 from malt.registry import Algorithm, register
-from malt.selection import InnerCVParams, candidates, inner_fold_ids, select
+from malt.numerics.selection import InnerCVParams, candidates, inner_fold_ids, select
 from malt.splits import Prediction, RecoverySplit
 
 
@@ -133,7 +132,7 @@ def choose_k(params, Xtr, Ytr, Xte, projector, kmax, ctx):
 
 
 def _standardised(split):
-    return linalg.standardize_train_test(to_dense(split.X_train), to_dense(split.X_test))
+    return linalg.standardize_train_test(linalg.to_dense(split.X_train), linalg.to_dense(split.X_test))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,7 +18,7 @@ ML = "matrix/movielens-100k/"
 def knn_graph(X: np.ndarray, k: int) -> sp.csr_matrix:
     """Symmetrised (union) unweighted k-nearest-neighbour graph (Euclidean) over the rows of X
     (malt's one kNN builder)."""
-    from malt import graphs
+    from malt.numerics import graphs
 
     return graphs.knn_graph(X, graphs.GraphSpec(k=k, metric="euclidean", weight="binary", symmetrize="max"))
 

@@ -31,7 +31,7 @@ DTI = "matrix/yamanishi-dti/"
 def similarity_knn_graph(S: np.ndarray, k: int = 5) -> sp.csr_matrix:
     """Symmetrised (union) k-nearest-neighbour graph of a similarity matrix, weighted by the similarity
     (malt's one kNN builder, metric 'similarity')."""
-    from malt import graphs
+    from malt.numerics import graphs
 
     n = np.asarray(S).shape[0]
     spec = graphs.GraphSpec(k=min(k, n - 1), metric="similarity", weight="similarity", symmetrize="max")

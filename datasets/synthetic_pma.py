@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from malt import linalg
+from malt.numerics import linalg
 
 from .catalogue import DatasetEntry, register_dataset
 from .dataset import Dataset

@@ -38,7 +38,8 @@ class Run:
         return self.failed == 0
 
 
-def _repo(repo):
+def repository(repo):
+    """The `Repository` at ``repo`` (a path), or ``repo`` itself if it is one already."""
     from malt.repository.store import Repository
 
     return repo if hasattr(repo, "experiment") else Repository(Path(repo))
@@ -113,8 +114,9 @@ def check_scheduler(address: str | None) -> None:
 
 def plan_experiment(algorithms, dataset, *, task=None, params=None, repo=None, labels=None, **options):
     """The Plan `cv` would run (validated; nothing is written)."""
-    from malt import engine, registry
-    from malt.sources import open_source
+    from malt import registry
+    from malt.datasets.sources import open_source
+    from malt.engine import runner as engine
     from malt.tasks import get_task
 
     algos = [registry.get(n) for n in _names(algorithms)]
@@ -139,17 +141,18 @@ def cv(algorithms: str | Iterable[str], dataset: str, *, task: str | None = None
     (``missing=0.3``, ``folds=10``, ``split="given"``...); ``cache=False`` makes every unit compute its
     neighbour graphs and eigenbases itself (timing studies). Returns the experiment id and counts.
     """
-    from malt import engine
+    from malt.engine import runner as engine
+    from malt.engine.migrate import migrate_if_needed
 
     if jobs < 1:
         raise InvalidParameterError(f"--jobs must be at least 1, got {jobs}.")
     if threads is not None and threads < 1:
         raise InvalidParameterError(f"--threads must be at least 1, got {threads}.")
     check_scheduler(scheduler)
-    store = _repo(repo)
+    store = repository(repo)
     store.check_writable_target()
     plan = plan_experiment(algorithms, dataset, task=task, params=params, repo=store, labels=labels, **options)
-    _migrate_if_needed(store, wait)
+    migrate_if_needed(store, wait)
     counts = engine.execute(store, plan, jobs=jobs, scheduler=scheduler, quiet=quiet, wait=wait, threads=threads,
                             cache=cache)
     return Run(plan.experiment, **counts.as_dict(), failures=counts.failures)
@@ -162,16 +165,18 @@ def rerun(repo="results", *, experiments: Iterable[str] = (), algorithms: Iterab
     with ``algorithms``, recompute every unit of those. An experiment that cannot be reopened is
     reported through ``on_error(experiment, error)`` and skipped, never stopping the others (without
     ``on_error`` the first such error is raised)."""
-    from malt import engine, registry
-    from malt.sources import reopen
+    from malt import registry
+    from malt.engine import runner as engine
+    from malt.engine.migrate import migrate_if_needed
+    from malt.datasets.sources import reopen
     from malt.tasks import get_task
 
-    store = _repo(repo).check_readable()
+    store = repository(repo).check_readable()
     check_scheduler(scheduler)
     names = _names(algorithms)
     for name in names:
         registry.get(name)
-    _migrate_if_needed(store, wait)
+    migrate_if_needed(store, wait)
     runs = []
     for exp in _names(experiments) or store.experiments():
         try:
@@ -214,12 +219,13 @@ def rescore(repo="results", *, experiments: Iterable[str] = (), metrics: Iterabl
             on_error=None) -> list[Rescored]:
     """Recompute metrics from stored predictions (no model is refit), for every experiment or those
     named; ``metrics`` limits which metrics are recomputed."""
-    from malt import engine
-    from malt.sources import reopen
+    from malt.engine import runner as engine
+    from malt.engine.migrate import migrate_if_needed
+    from malt.datasets.sources import reopen
     from malt.tasks import get_task
 
-    store = _repo(repo).check_readable()
-    _migrate_if_needed(store, wait)
+    store = repository(repo).check_readable()
+    migrate_if_needed(store, wait)
     only = set(metrics)
     out: list[Rescored] = []
     for exp in _names(experiments) or store.experiments():
@@ -252,27 +258,20 @@ def rescore(repo="results", *, experiments: Iterable[str] = (), metrics: Iterabl
 
 def load(path="results", experiments: Iterable[str] | None = None):
     """The stored results under ``path`` (a repository, or a folder of repositories)."""
-    from malt.results import ResultSet
+    from malt.results.result_set import ResultSet
 
     if experiments:
-        return ResultSet.from_repository(_repo(path).check_readable(), list(experiments))
+        return ResultSet.from_repository(repository(path).check_readable(), list(experiments))
     return ResultSet.load(path)
 
 
 def dataset(name: str, repo=None, labels: str | None = None):
     """The dataset ``--dataset name`` would use, as a `Dataset` (``ds["X"]``, ``ds["Y"]``, ``ds.describe()``):
     a catalogue name (read from ``MALT_DATA``), a name imported into ``repo``, or a file path."""
-    from malt.data import open_dataset
+    from malt.datasets.open import open_dataset
 
-    store = _repo(repo) if repo is not None else None
+    store = repository(repo) if repo is not None else None
     return open_dataset(name, store if store is not None and store.exists else None, labels)
-
-
-def _migrate_if_needed(store, wait: bool) -> None:
-    if store.exists and store.format < 2:
-        from malt.migrate import migrate
-
-        migrate(store, wait=wait)
 
 
 def expand(params: Mapping[str, Any]) -> list[dict]:

@@ -21,7 +21,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from malt import registry
-from malt.context import Context
+from malt.engine.context import Context
 from malt.errors import InvalidParameterError
 from malt.splits import MissingSplit, MultilabelSplit, SemiSupervisedSplit
 
@@ -241,7 +241,7 @@ class TransductiveClassifier(ClassifierMixin, _MaltEstimator):
         return self
 
     def predict_proba(self, X):
-        from malt import graphs
+        from malt.numerics import graphs
 
         check_is_fitted(self, "transduction_")
         X = _check_X(X)

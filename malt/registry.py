@@ -34,6 +34,9 @@ from malt.errors import MaltError, unknown_name
 from malt.params import NoParams, Params
 from malt.splits import Prediction
 
+BUILTIN = "malt.algorithms"
+"""The package whose modules hold the built-in algorithms."""
+
 _REGISTRY: dict[str, type["Algorithm"]] = {}
 _BROKEN: dict[str, str] = {}
 _LOADED = False
@@ -99,14 +102,18 @@ def _own_params(cls: type[Algorithm]) -> type[Params]:
     return sub
 
 
+def _builtin_modules():
+    """The modules of the `malt.algorithms` package, found by name like entry points (the registry
+    never imports an algorithm statically: algorithms import the registry, not the other way)."""
+    return pkgutil.walk_packages(importlib.import_module(BUILTIN).__path__, prefix=BUILTIN + ".")
+
+
 def _load() -> None:
     global _LOADED
     if _LOADED:
         return
     _LOADED = True
-    import malt.algorithms as builtin
-
-    for info in pkgutil.walk_packages(builtin.__path__, prefix="malt.algorithms."):
+    for info in _builtin_modules():
         try:
             importlib.import_module(info.name)
         except Exception:  # a broken plugin must not hide the others
@@ -125,9 +132,7 @@ _DECLARED = re.compile(r"^\s+name\s*=\s*[\"']([^\"']+)[\"']", re.MULTILINE)
 
 def _module_declaring(name: str) -> str | None:
     """The built-in module whose source declares an algorithm ``name`` (None if none does)."""
-    import malt.algorithms as builtin
-
-    for info in pkgutil.walk_packages(builtin.__path__, prefix="malt.algorithms."):
+    for info in _builtin_modules():
         spec = importlib.util.find_spec(info.name)
         if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
             continue

@@ -17,6 +17,7 @@ Results of the first store format (``results.h5`` + ``journal/``) are read as th
 """
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from pathlib import Path
@@ -62,6 +63,16 @@ def unpack_arrays(meta: list[dict], blob: memoryview) -> dict[str, np.ndarray]:
     return out
 
 
+def experiment_ids(root: Path) -> list[str]:
+    """The experiments of the repository at ``root``: folders of experiments/ with a spec, no links."""
+    folder = Path(root) / "experiments"
+    if not folder.is_dir():
+        return []
+    return sorted(entry.name for entry in os.scandir(folder)
+                  if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False)
+                  and os.path.lexists(os.path.join(entry.path, "spec.json")))
+
+
 class ExperimentFiles:
     """Read access to one experiment folder (no lock needed: logs only grow, files are replaced
     atomically)."""
@@ -85,8 +96,6 @@ class ExperimentFiles:
         try:
             data = read_bytes(path)
         except FileNotFoundError:
-            from .store import experiment_ids
-
             raise unknown_name("experiment", self.id, experiment_ids(self.root),
                                "Run `malt results` to list the experiments.") from None
         try:

@@ -45,7 +45,7 @@ def from_bytes(data: bytes, where: str):
     try:
         with h5py.File(io.BytesIO(data), "r") as f:
             digest = hashlib.blake2b(digest_size=16)
-            value = _read(f["value"], digest, "value")
+            value = read_node(f["value"], digest, "value")
             stored = f.attrs["digest"]
             meta = json.loads(f.attrs["meta"])
     except DamagedFile:
@@ -106,7 +106,8 @@ def _write(group, key: str, value, digest, path: str) -> None:
         _update(digest, path, arr)
 
 
-def _read(node, digest, path: str):
+def read_node(node, digest, path: str):
+    """The value stored at HDF5 ``node`` (array, sparse matrix, or dict of them), fed to ``digest``."""
     kind = node.attrs.get("kind", "array")
     if isinstance(kind, bytes):
         kind = kind.decode()
@@ -121,7 +122,7 @@ def _read(node, digest, path: str):
         return m if kind == "coo" else m.tocsr()
     if kind == "dict":
         digest.update(f"{path}|dict|{len(node)}".encode())
-        return {k: _read(node[k], digest, f"{path}/{k}") for k in sorted(node)}
+        return {k: read_node(node[k], digest, f"{path}/{k}") for k in sorted(node)}
     if kind == "strings":
         texts = list(node.asstr()[()])
         digest.update(f"{path}|strings|{len(texts)}".encode())

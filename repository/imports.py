@@ -106,7 +106,7 @@ class DatasetStore:
         import h5py
 
         from malt.datasets.dataset import Dataset
-        from malt.repository.hdf5 import _read
+        from malt.repository.hdf5 import read_node
 
         if name is None:
             raise DataError("no imported dataset given")
@@ -119,7 +119,7 @@ class DatasetStore:
                 import hashlib
 
                 scratch = hashlib.blake2b()
-                components = {k: _read(v, scratch, k) for k, v in f["components"].items()}
+                components = {k: read_node(v, scratch, k) for k, v in f["components"].items()}
                 meta = json.loads(f.attrs["meta"])
         except Exception as err:
             raise DataError(f"Imported dataset {path} is damaged ({type(err).__name__}); import it again with "

@@ -26,7 +26,7 @@ from pathlib import Path
 from malt.errors import RepositoryError
 
 from .cache import ArtifactCache
-from .experiments import ExperimentFiles
+from .experiments import ExperimentFiles, experiment_ids
 from .files import atomic_write, check_no_links, ensure_dir, read_bytes
 from .imports import DatasetStore
 from .integrity import seal, unseal_json
@@ -44,15 +44,6 @@ def _being_created(path: Path) -> bool:
     """Empty, or holding only what a malt creating this repository right now writes first (its marker's
     temporary file), so two writers starting on a new repository at once both proceed."""
     return all(p.name.startswith(f".{MARKER}.") or p.name == ".lock" for p in path.iterdir())
-
-
-def experiment_ids(root: Path) -> list[str]:
-    folder = Path(root) / "experiments"
-    if not folder.is_dir():
-        return []
-    return sorted(entry.name for entry in os.scandir(folder)
-                  if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False)
-                  and os.path.lexists(os.path.join(entry.path, "spec.json")))
 
 
 class Repository:

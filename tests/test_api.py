@@ -91,7 +91,7 @@ def test_provenance_names_the_revision_the_libraries_and_the_host(tmp_path):
     subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{ROOT}", str(checkout)], check=True)
     head = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()
-    code = ("import sys; sys.path.insert(0, {src!r}); import malt, malt.provenance as p; "
+    code = ("import sys; sys.path.insert(0, {src!r}); import malt, malt.engine.provenance as p; "
             "assert malt.__file__.startswith({src!r}), malt.__file__; import json; print(json.dumps(p.code_revision()))")
     layout = tmp_path / "layout"  # the installed package layout (malt/, malt/algorithms, ...) over the checkout
     (layout / "malt").mkdir(parents=True)

@@ -6,8 +6,8 @@ import pytest
 
 from malt.algorithms.bmr import (BMR, BMRParams, calibrated_offset, cardinality_offset, design_matrix, fit_bmr,
                                 joint_mean_update)
-from malt.context import Context
-from malt.eigenbasis import Eigenbasis
+from malt.engine.context import Context
+from malt.numerics.eigenbasis import Eigenbasis
 from malt.splits import MissingSplit, MultilabelSplit
 from tests.conftest import require_data
 
@@ -135,7 +135,8 @@ def test_a_unit_runs_with_the_declared_blas_threads_unless_threads_is_given(monk
     the engine runs its units with one thread by default, and with two when the user asks for two."""
     from threadpoolctl import threadpool_info
 
-    from malt import engine, provenance
+    from malt.engine import runner as engine
+    from malt.numerics import threads as thread_control
     from malt.algorithms import bmr
     from malt.datasets.dataset import Dataset
     from malt.tasks import get_task
@@ -147,7 +148,7 @@ def test_a_unit_runs_with_the_declared_blas_threads_unless_threads_is_given(monk
         return fit_bmr(*args, **kw)
 
     monkeypatch.setattr(bmr, "fit_bmr", fit_and_record)
-    monkeypatch.setattr(provenance, "default_threads", lambda jobs=1: 2)  # as on an idle two-core machine
+    monkeypatch.setattr(thread_control, "default_threads", lambda jobs=1: 2)  # as on an idle two-core machine
     X, Y, *_ = simulate(60, seed=3)
     task = get_task("multilabel")
     plan = engine.Plan(Dataset("bmr-threads", {"X": X, "Y": Y}), {"kind": "test"}, task, task.Params(folds=2),
@@ -162,7 +163,7 @@ def test_a_unit_runs_with_the_declared_blas_threads_unless_threads_is_given(monk
 @pytest.mark.timeout(120)
 def test_bmr_quality_bar_on_emotions():
     require_data("multilabel/emotions/emotions-train.arff")
-    from malt import metrics
+    from malt.tasks import metrics
     from malt.datasets.catalogue import DataRoots, entry
 
     ds = entry("emotions").loader(DataRoots.default())
@@ -225,7 +226,7 @@ def test_bmr_decisions_within_reach_of_one_vs_rest_logistic_regression_on_genbas
     """Issue 23: BMR predicted almost no labels on a sparse label set. genbase (27 labels, 1.2 per row):
     before, 0.01 labels per row and micro-F1 1 % against 99 % for one-vs-rest logistic regression."""
     require_data("multilabel/genbase/genbase.arff")
-    from malt import metrics
+    from malt.tasks import metrics
     from malt.algorithms.baselines import MLLR, MLLRParams
     from malt.datasets.catalogue import DataRoots, entry
 

@@ -10,8 +10,9 @@ import time
 import numpy as np
 import pytest
 
-from malt import engine, registry
-from malt.data import open_dataset
+from malt import registry
+from malt.engine import runner as engine
+from malt.datasets.open import open_dataset
 from malt.repository.store import Repository
 from malt.results import ResultSet
 from malt.tasks import get_task

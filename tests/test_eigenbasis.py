@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
+from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
 
 RNG = np.random.default_rng(0)
 

@@ -6,9 +6,10 @@ import pytest
 import scipy.sparse as sp
 
 import tests.plugins.counting  # noqa: F401  (registers test-counting)
-from malt import engine, registry
-from malt.progress import Progress
-from malt.data import open_dataset
+from malt import registry
+from malt.engine import runner as engine
+from malt.engine.progress import Progress
+from malt.datasets.open import open_dataset
 from malt.repository.store import Repository
 from malt.results import ResultSet
 from malt.tasks import get_task

@@ -12,7 +12,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_estimator
 
 from malt import registry
-from malt.context import Context
+from malt.engine.context import Context
 from malt.estimators import BMRClassifier, LabelPropagationGF, MLkNNClassifier, PMAImputer, make
 from malt.splits import MissingSplit, MultilabelSplit
 

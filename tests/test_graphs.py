@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from malt import graphs
-from malt.context import Context
-from malt.graphs import GraphError, GraphSpec, knn_graph, neighbours
+from malt.numerics import graphs
+from malt.engine.context import Context
+from malt.numerics.graphs import GraphError, GraphSpec, knn_graph, neighbours
 
 
 @pytest.mark.timeout(30)

@@ -8,7 +8,7 @@ from scipy import stats
 
 from malt.algorithms.icca import (ICCAState, effective_sample_size, latent_mean, propose_new_dishes, run_icca,
                                   sample_ibp, sample_z, split_rhat)
-from malt.context import Context
+from malt.engine.context import Context
 from malt.datasets.synthetic_cca import synthetic_cca
 
 

@@ -12,8 +12,8 @@ from sklearn.semi_supervised import LabelPropagation, LabelSpreading
 from malt import registry
 from malt.algorithms.label_propagation import methods as m
 from malt.algorithms.label_propagation import solvers
-from malt.graphs import GraphSpec, knn_graph, laplacian, neighbours
-from malt.context import Context
+from malt.numerics.graphs import GraphSpec, knn_graph, laplacian, neighbours
+from malt.engine.context import Context
 from malt.splits import SemiSupervisedSplit
 from tests.conftest import require_data
 
@@ -225,7 +225,7 @@ def test_inner_cv_selects_by_the_error_on_labelled_points_only():
     """select=inner-cv goes through malt.selection: the chosen (k, α) has the smallest error over
     stratified inner folds of the *labelled* points, recomputed here by hand; the split the task
     hands over carries no label of a test or unlabelled point, so none can leak into the choice."""
-    from malt.selection import inner_fold_ids
+    from malt.numerics.selection import inner_fold_ids
     from malt.tasks import get_task
 
     X, y = blobs(150, seed=10)
@@ -326,7 +326,7 @@ def test_default_methods_beat_chance_on_different100_cosine_graph(name):
     """Regression: with α = 0.99 LGC/LNP scored ~50-65 % error on Different100 (chance 66.7 %) while
     GF scored ~11 %. The thesis (Fig. 3.4, ℓ = 30): GF 7.3 ± 1.4, LGC 13.0 ± 1.2, LNP 13.6 ± 2.4."""
     require_data("text/20newsgroups/20news-19997.tar.gz")
-    from malt.data import open_dataset
+    from malt.datasets.open import open_dataset
     from malt.tasks import get_task
 
     d = open_dataset("different100")

@@ -92,7 +92,7 @@ def test_the_first_write_migrates_in_place_and_keeps_every_result(tmp_path):
 
 @pytest.mark.timeout(180)
 def test_migration_interrupted_after_the_new_folder_is_completed_on_the_next_write(tmp_path):
-    from malt.migrate import _convert
+    from malt.engine.migrate import _convert
 
     repo = legacy_repository(tmp_path / "repo")
     store = Repository(repo)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from sklearn import metrics as skm
 
-from malt import metrics
+from malt.tasks import metrics
 
 
 @pytest.fixture(params=[0, 1, 2])

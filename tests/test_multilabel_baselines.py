@@ -12,7 +12,7 @@ from malt.algorithms.baselines import MLLR, MLLRParams, log_loss, logistic_path,
 from malt.algorithms.ccml import CCML, CCMLParams, classifier_chain
 from malt.algorithms.iblr import IBLR, IBLRParams, neighbour_label_rates
 from malt.algorithms.mlknn import MLkNN, MLkNNParams, mlknn_posteriors, mlknn_tables
-from malt.context import Context
+from malt.engine.context import Context
 from malt.splits import MultilabelSplit
 from tests.conftest import require_data, require_reference
 
@@ -143,7 +143,7 @@ def test_chain_with_unknown_labels_and_the_registered_wrapper():
 @pytest.mark.timeout(120)
 def test_baselines_quality_bar_on_emotions():
     require_data("multilabel/emotions/emotions-train.arff")
-    from malt import metrics
+    from malt.tasks import metrics
     from malt.datasets.catalogue import DataRoots, entry
 
     ds = entry("emotions").loader(DataRoots.default())
@@ -174,7 +174,7 @@ def test_logistic_path_warm_starts_reach_the_cold_fits():
 def test_inner_cv_choice_of_C_is_the_brute_force_choice():
     """select_on_path + malt.selection against a hand-written inner CV: same folds (the run's rng), one cold
     logistic regression per label, fold and C, mean held-out log-loss weighted by fold size."""
-    from malt.selection import inner_fold_ids
+    from malt.numerics.selection import inner_fold_ids
 
     X_all, Y_all = _data(n=130, d=12, seed=12)
     Y_all = np.where(np.random.default_rng(1).random(Y_all.shape) < 0.15, 1 - Y_all, Y_all)  # label noise: C matters

@@ -12,7 +12,7 @@ from sklearn.linear_model import LogisticRegression
 from malt.algorithms.clr import CLR, CLRParams, calibrated_label_ranking
 from malt.algorithms.ecc import ECC, ECCParams, chain_ensemble
 from malt.algorithms.random_forest import RandomForest, RFParams, forest_probabilities
-from malt.context import Context
+from malt.engine.context import Context
 from malt.splits import MultilabelSplit
 from tests.conftest import require_data
 
@@ -123,7 +123,7 @@ def test_clr_unknown_labels_by_hand():
 @pytest.mark.timeout(120)
 def test_new_ensembles_quality_bar_on_emotions():
     require_data("multilabel/emotions/emotions-train.arff")
-    from malt import metrics
+    from malt.tasks import metrics
     from malt.datasets.catalogue import DataRoots, entry
 
     ds = entry("emotions").loader(DataRoots.default())

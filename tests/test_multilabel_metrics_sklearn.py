@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from sklearn import metrics as skm
 
-from malt import metrics
+from malt.tasks import metrics
 
 
 def _case(seed, ties):

@@ -6,7 +6,7 @@ import scipy.sparse as sp
 
 from malt.algorithms.mvgp import diffusion_sqrt, fit_mvgp, objective
 from malt.algorithms.mvgp.core import _refine
-from malt.context import Context
+from malt.engine.context import Context
 from malt.registry import algorithms
 from malt.splits import RatingsSplit
 

@@ -86,7 +86,7 @@ def test_ranking_scores_beat_popularity_on_movielens():
     known to beat it on MovieLens, Cremonesi et al. 2010)."""
     from tests.conftest import require_data
     root = require_data("matrix/movielens-100k")
-    from malt.context import Context
+    from malt.engine.context import Context
     from malt.datasets.catalogue import DataRoots, entry
     from malt.registry import algorithms
     from malt.tasks.ratings import RatingsParams, RatingsTask

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from malt import metrics
-from malt.paper_metrics import (decision_auc, implied_pooled_rates, macro_f1, micro_f1, overall_accuracy,
+from malt.tasks import metrics
+from malt.tasks.paper_metrics import (decision_auc, implied_pooled_rates, macro_f1, micro_f1, overall_accuracy,
                                 rai_daume_scores)
 
 # 4 instances × 3 labels. Per label (TP, FP, FN, TN):

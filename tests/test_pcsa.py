@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from malt.algorithms.pcsa import pcsa_fit
-from malt.context import Context
-from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
+from malt.engine.context import Context
+from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.registry import get as get_algorithm
 from malt.splits import MissingSplit
 

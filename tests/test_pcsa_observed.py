@@ -112,8 +112,8 @@ def test_inner_cv_picks_the_ard_strength_with_the_lowest_holdout_error_and_refit
     """select='inner-cv' (pcsa's ratings default): the holdout of 1/inner_folds of the entries and each
     candidate's fit on the rest, recomputed here from the same seed, give the reported score and choice."""
     from malt.algorithms.pcsa import ObservedFit, observed_fit, PCSAParams
-    from malt.context import Context
-    from malt.selection import inner_fold_ids
+    from malt.engine.context import Context
+    from malt.numerics.selection import inner_fold_ids
     rng = np.random.default_rng(4)
     n, m = 60, 80
     T = rng.standard_normal((n, 3)) @ rng.standard_normal((3, m)) + rng.normal(0, 1, (n, 1))

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from malt.cli import main
-from malt.cli_figures import register
+from malt.cli.figures import register
 from malt.errors import RepositoryError
 from malt.results import ResultSet
 from tests.helpers import three_dataset_semisupervised_repo
@@ -32,8 +32,8 @@ def repo(tmp_path_factory):
 
 
 def test_sweep_figures_have_labels_legend_and_error_bars(repo, tmp_path):
-    from malt import plotting
-    from malt.describe import setting_label
+    from malt.results import plotting
+    from malt.results.describe import setting_label
 
     rs = ResultSet.load(repo)
     outputs = plotting.plot_all(rs, tmp_path / "figs", metrics=["one_error", "average_precision"], keep=True)
@@ -78,7 +78,7 @@ def test_sweep_figures_have_labels_legend_and_error_bars(repo, tmp_path):
 
 
 def test_ci_error_bars_are_wider_than_std_for_three_folds(repo):
-    from malt import plotting
+    from malt.results import plotting
 
     rs = ResultSet.load(repo)
     fam = next(f for f in plotting.families(rs) if f.swept)
@@ -89,7 +89,7 @@ def test_ci_error_bars_are_wider_than_std_for_three_folds(repo):
 
 
 def test_colours_are_a_function_of_the_name():
-    from malt.plotting import algorithm_style
+    from malt.results.plotting import algorithm_style
 
     assert algorithm_style("mllr") == algorithm_style("mllr")
     assert algorithm_style("mllr")["color"] != algorithm_style("mlsvm")["color"]
@@ -97,7 +97,7 @@ def test_colours_are_a_function_of_the_name():
 
 
 def test_styles_are_distinct_within_a_figure_even_for_every_known_algorithm():
-    from malt.plotting import KNOWN, assign_styles
+    from malt.results.plotting import KNOWN, assign_styles
 
     # the issue's clash: bmr and column-mean were both dark blue in the scene missing-value figure
     pair = assign_styles([("bmr", "bmr"), ("column-mean", "column-mean")])
@@ -111,7 +111,7 @@ def test_styles_are_distinct_within_a_figure_even_for_every_known_algorithm():
 
 
 def pair_colour(name):
-    from malt.plotting import algorithm_style
+    from malt.results.plotting import algorithm_style
 
     return algorithm_style(name)["color"]
 
@@ -176,7 +176,7 @@ def sweep_repo(tmp_path_factory):
 def test_every_figure_has_distinct_series_and_numeric_axes_in_numeric_order(sweep_repo, tmp_path):
     import matplotlib.pyplot as plt
 
-    from malt import plotting
+    from malt.results import plotting
 
     rs = ResultSet.load(sweep_repo)
     outputs = plotting.plot_all(rs, tmp_path, metrics=["hamming_loss"], formats=("png",), keep=True)
@@ -204,7 +204,7 @@ def test_every_figure_has_distinct_series_and_numeric_axes_in_numeric_order(swee
 
 
 def test_metric_labels_carry_their_parameters():
-    from malt.describe import metric_label
+    from malt.results.describe import metric_label
 
     assert metric_label("precision@k", {"k": 20}) == "Precision@20"
     assert metric_label("recall@k", {"k": 5.0}) == "Recall@5"
@@ -216,7 +216,7 @@ def test_cd_diagram_draws_the_friedman_ranks_and_the_nemenyi_groups(tmp_path):
     """Three bundled datasets × three semi-supervised algorithms: ranks recomputed from the raw frame."""
     from scipy import stats as sps
 
-    from malt.cd_diagram import cd_groups, plot_across_datasets
+    from malt.results.cd_diagram import cd_groups, plot_across_datasets
 
     rs = three_dataset_semisupervised_repo(tmp_path / "repo")
     (out,) = plot_across_datasets(rs, tmp_path / "figs", formats=("png",), keep=True)
@@ -257,7 +257,7 @@ def test_plot_cli_writes_files_and_rejects_non_repositories(repo, tmp_path):
 
 
 def test_combined_table_puts_discard_variants_beside_and_bolds_the_best(repo):
-    from malt.tables import combined_tables
+    from malt.results.tables import combined_tables
 
     rs = ResultSet.load(repo)
     (table,) = combined_tables(rs, "discard", ["hamming_loss"])

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from malt import linalg
+from malt.numerics import linalg
 from malt.algorithms.pma.common import RowConditional, WidthSpec
 from malt.algorithms.pma.exact import gpr, ilmc, kron_prod_matvec, kron_sum_matvec, pma_exact
 from malt.algorithms.pma.gibbs import independent_sets, loo_conditionals, pma_gibbs
 from malt.algorithms.pma.map import map_f, pma_map
-from malt.eigenbasis import Eigenbasis
+from malt.numerics.eigenbasis import Eigenbasis
 from malt.errors import DataError, InvalidParameterError
 
 
@@ -181,7 +181,7 @@ def test_sampler_moments_match_exact_gaussian_conditional(sampler, sweeps, overr
 
 def test_recovery_on_synthetic_pma_data():
     from malt.algorithms.baselines import column_means
-    from malt.context import Context
+    from malt.engine.context import Context
     from malt.datasets.synthetic_pma import synthetic_pma
     from malt.registry import get
     from malt.tasks.missing import MissingParams, MissingTask
@@ -231,7 +231,7 @@ def test_bad_inputs_raise_actionable_errors():
 
 
 def test_new_rows_are_predicted_for_the_multilabel_task():
-    from malt.context import Context
+    from malt.engine.context import Context
     from malt.registry import get
     from malt.splits import MultilabelSplit
 
@@ -255,7 +255,7 @@ def test_emotions_missing_labels_quality_bar():
     from tests.conftest import require_data
 
     require_data("multilabel/emotions/emotions.arff")
-    from malt.context import Context
+    from malt.engine.context import Context
     from malt.datasets.catalogue import DataRoots, entry
     from malt.registry import get
     from malt.tasks.missing import MissingParams, MissingTask
@@ -296,7 +296,7 @@ def test_standardiser_uses_the_rows_it_is_told_and_matches_scikit_learn():
 def test_multilabel_row_kernel_takes_its_statistics_from_the_training_rows_only():
     """Inductive protocol: the test rows' features must not move K1's scaling or width."""
     from malt.algorithms.pma.common import KernelParams, row_kernel
-    from malt.context import Context
+    from malt.engine.context import Context
 
     rng = np.random.default_rng(5)
     X = rng.standard_normal((40, 3))

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from malt import linalg
+from malt.numerics import linalg
 from malt.algorithms.pma.common import second_moments
 from malt.algorithms.pma.map import MissingEntrySolver, pma_map
-from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
+from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from tests.test_pma import dense_conditional, kron_sum_dense, rbf
 
 
@@ -80,7 +80,7 @@ def test_change_of_right_basis_equals_a_fresh_rotation():
 
 def test_inverse_sum_factors_approximate_one_over_a_plus_b_to_the_requested_accuracy():
     """Φ Ψᵀ against 1 / (a_i + b_j) itself, over spectra spanning 2 to 9 decades, endpoints included."""
-    from malt.eigenbasis import inverse_sum_factors
+    from malt.numerics.eigenbasis import inverse_sum_factors
 
     rng = np.random.default_rng(5)
     for lo, hi in ((0.5, 2.0), (0.01, 301.0), (1e-6, 1e3)):

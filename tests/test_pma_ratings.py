@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from malt.context import Context
+from malt.engine.context import Context
 from malt.registry import get
 from malt.splits import RatingsSplit
 

@@ -52,7 +52,7 @@ def test_emotions_missing_labels_quality_bar():
     from tests.conftest import require_data
 
     require_data("multilabel/emotions/emotions.arff")
-    from malt.context import Context
+    from malt.engine.context import Context
     from malt.datasets.catalogue import DataRoots, entry
     from malt.registry import get
     from malt.tasks.missing import MissingParams, MissingTask

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from malt.data import load_file, open_dataset
+from malt.datasets.open import load_file, open_dataset
 from malt.datasets.arff import read_arff
 from malt.datasets.catalogue import describe_entry, entry, resolve, validate_name
 from malt.datasets.dataset import Dataset, check_labels

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 
 from malt.algorithms.recommenders import als_biased_mf, fit_biases, ridge_rows, row_grams
-from malt.context import Context
+from malt.engine.context import Context
 from malt.registry import algorithms
 from malt.splits import RatingsSplit
 

@@ -12,7 +12,7 @@ import pytest
 import scipy.sparse as sp
 
 from malt import registry
-from malt.context import Context
+from malt.engine.context import Context
 from malt.datasets.dataset import Dataset
 from malt.errors import InvalidParameterError
 from malt.params import Interval

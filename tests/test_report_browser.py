@@ -31,7 +31,7 @@ def _browser():
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
     """A report over three bundled datasets (ranks, CD diagram) and one parameter sweep."""
-    from malt.report import write_report
+    from malt.results.report import write_report
 
     root = tmp_path_factory.mktemp("report")
     repo = root / "repo"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from malt.params import Interval, param
-from malt.selection import InnerCVParams, candidates, holdout_ids, inner_fold_ids, select
+from malt.numerics.selection import InnerCVParams, candidates, holdout_ids, inner_fold_ids, select
 
 
 @dataclass(frozen=True, kw_only=True)

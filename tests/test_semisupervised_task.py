@@ -89,7 +89,7 @@ def test_published_semisupervised_rows_name_registered_datasets_and_algorithms()
     can put them beside our runs: 14 datasets × 7 methods per figure."""
     from malt import registry
     from malt.datasets.catalogue import entry
-    from malt.report import published
+    from malt.results.report import published
 
     ref = published()
     ref = ref[ref.task == "semisupervised"]

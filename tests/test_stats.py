@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from malt import stats as st
+from malt.results import stats as st
 
 NAMES = ["C4.5", "C4.5+m", "C4.5+cf", "C4.5+m+cf"]
 # Demšar 2006, Table 6: AUC as printed (three decimals) and the ranks printed beside them
@@ -159,7 +159,7 @@ def test_wilcoxon_smallest_p_values_and_the_policy_minimum():
 
 
 def test_the_protocols_test_train_ratio():
-    from malt.describe import test_train_ratio
+    from malt.results.describe import test_train_ratio
 
     assert test_train_ratio("multilabel", {"folds": 5, "split": "cv"}) == pytest.approx(1 / 4)
     assert test_train_ratio("semisupervised", {"folds": 10}) == pytest.approx(1 / 9)

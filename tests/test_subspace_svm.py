@@ -9,7 +9,7 @@ import pytest
 from scipy import linalg
 
 from malt.algorithms.subspace_svm import bartlett_significant, cca_directions, pca_basis
-from malt.context import Context
+from malt.engine.context import Context
 from malt.datasets.synthetic_cca import synthetic_cca
 
 

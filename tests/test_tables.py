@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from scipy import stats
 
 from malt.cli import main
-from malt.cli_figures import register
+from malt.cli.figures import register
 from malt.results import ResultSet
 from tests.helpers import three_dataset_semisupervised_repo
 
@@ -65,8 +65,8 @@ def _label(display: str, frame: pd.DataFrame) -> str:  # the legend text: 'mllr 
 
 @pytest.mark.parametrize("metric,better", [("ranking_loss", "lower"), ("average_precision", "higher")])
 def test_sweep_table_bolds_best_and_marks_ties(repo, metric, better):
-    from malt.plotting import families
-    from malt.tables import sweep_tables
+    from malt.results.plotting import families
+    from malt.results.tables import sweep_tables
 
     rs = ResultSet.load(repo)
     (family,) = families(rs)
@@ -88,8 +88,8 @@ def test_sweep_table_bolds_best_and_marks_ties(repo, metric, better):
 
 
 def test_no_marks_below_five_folds_and_the_caption_says_so(three_folds):
-    from malt.plotting import families
-    from malt.tables import experiment_table
+    from malt.results.plotting import families
+    from malt.results.tables import experiment_table
 
     rs = ResultSet.load(three_folds)
     (family,) = families(rs)
@@ -100,9 +100,9 @@ def test_no_marks_below_five_folds_and_the_caption_says_so(three_folds):
 
 
 def test_incomplete_cells_show_n_of_planned_and_one_fold_shows_no_spread(repo):
-    from malt.describe import planned_folds
-    from malt.plotting import families
-    from malt.tables import experiment_table, format_mean_std
+    from malt.results.describe import planned_folds
+    from malt.results.plotting import families
+    from malt.results.tables import experiment_table, format_mean_std
 
     rs = ResultSet.load(repo)
     exp = sorted(rs.specs)[0]
@@ -123,7 +123,7 @@ def test_incomplete_cells_show_n_of_planned_and_one_fold_shows_no_spread(repo):
 def test_rank_table_against_scipy(tmp_path):
     from scipy.stats import friedmanchisquare, rankdata
 
-    from malt.tables import rank_tables
+    from malt.results.tables import rank_tables
 
     rs = three_dataset_semisupervised_repo(tmp_path / "repo")
     (table,) = rank_tables(rs)
@@ -156,7 +156,7 @@ def test_table_cli_formats(repo, tmp_path):
 
 
 def test_report_puts_published_numbers_beside_ours(repo, tmp_path):
-    from malt.report import published, write_report
+    from malt.results.report import published, write_report
 
     reference = published()
     files = sorted((Path(__file__).parents[1] / "malt" / "published").glob("*.csv"))
@@ -173,7 +173,7 @@ def test_report_puts_published_numbers_beside_ours(repo, tmp_path):
 
 
 def test_a_published_row_with_params_matches_only_that_setting(repo):
-    from malt.report import PUBLISHED_COLUMNS, comparison
+    from malt.results.report import PUBLISHED_COLUMNS, comparison
 
     rs = ResultSet.load(repo)
     # folds=5 named; missing not named, so only the experiment with missing at its default (0) matches

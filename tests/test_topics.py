@@ -10,8 +10,8 @@ import scipy.sparse as sp
 
 from malt.algorithms.topics import ctm, gptm, kernels
 from malt.algorithms.topics.models import CTM, GPTM
-from malt.context import Context
-from malt.eigenbasis import KroneckerEigenbasis
+from malt.engine.context import Context
+from malt.numerics.eigenbasis import KroneckerEigenbasis
 from malt.datasets.synthetic_topics import synthetic_ctm
 from malt.tasks.topics import TopicsTask
 
@@ -207,7 +207,7 @@ def test_real_corpus_ctm_beats_unigram_model():
     from tests.conftest import require_data
 
     require_data(NEWS_ARCHIVE)
-    from malt.data import open_dataset
+    from malt.datasets.open import open_dataset
 
     ds = open_dataset("different100")
     s, p = _run(CTM(), CTM.Params(iters=12, test_iters=10), ds)
@@ -479,7 +479,7 @@ def test_coherence_ctm_recovers_planted_topic_words_unigram_does_not():
     and the unigram baseline's one word list (mixing topics, pairs that never co-occur) scores below.
     The reference documents are the training fold."""
     from malt.algorithms.topics.models import Unigram
-    from malt.metrics import npmi_coherence
+    from malt.tasks.metrics import npmi_coherence
 
     rng = np.random.default_rng(0)
     n_docs, K, W = 150, 3, 10

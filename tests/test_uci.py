@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from malt import registry
-from malt.context import Context
+from malt.engine.context import Context
 from malt.datasets.catalogue import DataRoots, catalogue
 from malt.tasks import get_task
 from tests.conftest import require_data

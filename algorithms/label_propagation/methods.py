@@ -18,7 +18,7 @@ import scipy.sparse.linalg as spla
 
 from malt.errors import DataError
 
-from malt.graphs import degrees, laplacian, normalized_adjacency
+from malt.numerics.graphs import degrees, laplacian, normalized_adjacency
 
 from . import solvers
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from malt import graphs
+from malt.numerics import graphs
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
-from malt.selection import InnerCVParams, candidates, inner_fold_ids, select
+from malt.numerics.selection import InnerCVParams, candidates, inner_fold_ids, select
 from malt.splits import Prediction
 
 from . import methods as m

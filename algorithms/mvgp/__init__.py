@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from malt.algorithms.recommenders import Biases, fit_biases
 from malt.params import Interval, Options, param
 from malt.registry import Algorithm, register
-from malt.selection import InnerCVParams, candidates, inner_fold_ids, select
+from malt.numerics.selection import InnerCVParams, candidates, inner_fold_ids, select
 from malt.splits import Prediction
 
 from .core import (DiffusionRoot, HeatRoot, diffusion_sqrt, fit_mvgp, null_edge, objective,  # noqa: F401

@@ -10,7 +10,7 @@ from threadpoolctl import threadpool_limits
 from malt.errors import DataError, InvalidParameterError
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
-from malt.selection import InnerCVParams, candidates, inner_fold_ids, select
+from malt.numerics.selection import InnerCVParams, candidates, inner_fold_ids, select
 from malt.splits import Prediction, RatingsSplit
 
 from .core import pcsa_fit  # noqa: F401  (public API)

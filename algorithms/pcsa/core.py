@@ -14,12 +14,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
+from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
 
 PRIOR = 1e-3  # vague Gamma(1e-3, 1e-3) for τ, ς, φ (paper §2.2)
 
 
-def _gamma_kl_terms(u0, v0, u, v):
+def gamma_kl_terms(u0, v0, u, v):
     """E_Q[log p(θ)] − E_Q[log Q(θ)] for a Gamma(u0, v0) prior and Gamma(u, v) posterior."""
     elog = digamma(u) - np.log(v)
     mean = u / v
@@ -154,9 +154,9 @@ def _bound(R, extra, u_tau, v_tau, D1, D2, d1, d2, KY, KZ, SigY, SigZ, psiA, psi
         elog_s = digamma(s_u) - np.log(s_v); elog_f = digamma(f_u) - np.log(f_v)
         L += np.sum(0.5 * D1 * elog_s - 0.5 * (s_u / s_v) * colA)
         L += np.sum(0.5 * D2 * elog_f - 0.5 * (f_u / f_v) * colB)
-        L += _gamma_kl_terms(a0, b0, s_u, s_v) + _gamma_kl_terms(a0, b0, f_u, f_v)
+        L += gamma_kl_terms(a0, b0, s_u, s_v) + gamma_kl_terms(a0, b0, f_u, f_v)
     else:
         L += np.sum(-0.5 * D1 * np.log(sA) - 0.5 * colA / sA - np.log(sA))
         L += np.sum(-0.5 * D2 * np.log(sB) - 0.5 * colB / sB - np.log(sB))
-    L += _gamma_kl_terms(a0, b0, u_tau, v_tau)
+    L += gamma_kl_terms(a0, b0, u_tau, v_tau)
     return float(L)

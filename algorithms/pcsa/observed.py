@@ -37,7 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import digamma
 
-from .core import PRIOR, _gamma_kl_terms
+from .core import PRIOR, gamma_kl_terms
 
 PRUNE = 1e-3  # a column of A or B whose energy falls below this fraction of the largest is removed
 SHAPE0 = 2.0  # starting shape h of the noise scales' Gamma(h, h) prior (then set by the bound; the fixed
@@ -245,7 +245,7 @@ def pcsa_observed_fit(rows, cols, x, shape, *, d1=20, d2=20, prior="ard", biases
             XW = X.multiply(pat).tocsr()
             sse = float(kap @ col_sse)
             Lb += 0.5 * (n_i @ elog_rho + m_j @ elog_kap)
-            Lb += _gamma_kl_terms(h_r, h_r, r_u, r_v) + _gamma_kl_terms(h_c, h_c, k_u, k_v)
+            Lb += gamma_kl_terms(h_r, h_r, r_u, r_v) + gamma_kl_terms(h_c, h_c, k_u, k_v)
         sq_u = np.sum(U ** 2, axis=0) + np.einsum("nkk->k", SU)
         sq_v = np.sum(V ** 2, axis=0) + np.einsum("nkk->k", SV)
         sqA, sqB = sq_u[A_], sq_v[B_]
@@ -265,13 +265,13 @@ def pcsa_observed_fit(rows, cols, x, shape, *, d1=20, d2=20, prior="ard", biases
             pm_u[-1], el_u[-1] = br_u / br_v, digamma(br_u) - np.log(br_v)
             pm_v[0], el_v[0] = bc_u / bc_v, digamma(bc_u) - np.log(bc_v)
         # bound L(Q) (Jeffreys: L(Q; α) of §3.2 with log p(α) = −Σ log α)
-        Lb += 0.5 * L * (elog_tau - np.log(2 * np.pi)) - 0.5 * tau * sse + _gamma_kl_terms(a0, b0, u_tau, v_tau)
+        Lb += 0.5 * L * (elog_tau - np.log(2 * np.pi)) - 0.5 * tau * sse + gamma_kl_terms(a0, b0, u_tau, v_tau)
         Lb += _prior_terms(sq_u[free_u], n, logdet_u, pm_u[free_u], el_u[free_u])
         Lb += _prior_terms(sq_v[free_v], m, logdet_v, pm_v[free_v], el_v[free_v])
         if biases:
-            Lb += _gamma_kl_terms(a0, b0, br_u, br_v) + _gamma_kl_terms(a0, b0, bc_u, bc_v)
+            Lb += gamma_kl_terms(a0, b0, br_u, br_v) + gamma_kl_terms(a0, b0, bc_u, bc_v)
         if prior == "ard":
-            Lb += _gamma_kl_terms(ard_a, ard_b, s_u, s_v) + _gamma_kl_terms(ard_a, ard_b, f_u, f_v)
+            Lb += gamma_kl_terms(ard_a, ard_b, s_u, s_v) + gamma_kl_terms(ard_a, ard_b, f_u, f_v)
         else:
             Lb += -np.sum(np.log(alphaA)) - np.sum(np.log(alphaB))
         bounds.append(float(Lb))

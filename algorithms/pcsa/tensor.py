@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import digamma
 
-from .core import PRIOR, _gamma_kl_terms
+from .core import PRIOR, gamma_kl_terms
 
 
 def shift_unfold(X, i):
@@ -77,7 +77,7 @@ def pcsa_tensor_fit(X, mask=None, *, rank=10, max_iter=200, tol=1e-6, rng=None, 
             Lb += (-0.5 * np.trace(KY) + 0.5 * Ni * np.linalg.slogdet(SigY[i])[1] + 0.5 * d * Ni
                    + 0.5 * d * D * (np.log(psi[i]) + 1.0)
                    + np.sum(0.5 * D * elog_s - 0.5 * (s_u[i] / s_v[i]) * col)
-                   + _gamma_kl_terms(a0, b0, s_u[i], s_v[i]))
+                   + gamma_kl_terms(a0, b0, s_u[i], s_v[i]))
         v_tau = b0 + 0.5 * (np.sum(Res * Res) + extra)
         tau = u_tau / v_tau
         if miss.any():
@@ -85,7 +85,7 @@ def pcsa_tensor_fit(X, mask=None, *, rank=10, max_iter=200, tol=1e-6, rng=None, 
             Res[miss] = 0.0
         elog_tau = digamma(u_tau) - np.log(v_tau)
         Lb += (0.5 * N * (elog_tau - np.log(2 * np.pi)) - 0.5 * tau * (np.sum(Res * Res) + extra)
-               + _gamma_kl_terms(a0, b0, u_tau, v_tau))
+               + gamma_kl_terms(a0, b0, u_tau, v_tau))
         bounds.append(float(Lb))
         if it > 0 and abs(bounds[-1] - bounds[-2]) <= tol * abs(bounds[-2]):
             break

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from malt import linalg
-from malt.eigenbasis import Eigenbasis
+from malt.numerics import linalg
+from malt.numerics.eigenbasis import Eigenbasis
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 

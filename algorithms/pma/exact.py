@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
+from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.errors import InvalidParameterError
 from malt.params import Interval, Options, param
 from malt.registry import Algorithm, register

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from malt.eigenbasis import KroneckerEigenbasis
+from malt.numerics.eigenbasis import KroneckerEigenbasis
 from malt.params import Interval, Options, param
 from malt.registry import Algorithm, register
 

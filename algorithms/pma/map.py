@@ -37,12 +37,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from malt import linalg
-from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
+from malt.numerics import linalg
+from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.errors import DataError
 from malt.params import Interval, Options, param
 from malt.registry import Algorithm, register
-from malt.selection import InnerCVParams
+from malt.numerics.selection import InnerCVParams
 
 from .common import (PMAParams, RowConditional, check_kernel, check_matrix, column_means, cov_estimate,
                      matrix_inputs, pd_eigh, prediction, row_kernel_eig, second_moments,
@@ -421,7 +421,7 @@ def _run_ratings(split, params, ctx):
     import scipy.sparse as sp
 
     from malt.errors import DataError
-    from malt.selection import candidates, holdout_ids, select
+    from malt.numerics.selection import candidates, holdout_ids, select
 
     from .ratings import check_size, predict_ratings, zero_filled_scores
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
+from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.errors import DataError
 
 MEMORY_LIMIT = 3 * 2 ** 30

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from malt import linalg
-from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
+from malt.numerics import linalg
+from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
 
 from . import ctm
 

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from malt.errors import InvalidParameterError
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
-from malt.selection import InnerCVParams, candidates, inner_fold_ids, select
+from malt.numerics.selection import InnerCVParams, candidates, inner_fold_ids, select
 from malt.splits import Prediction, TopicsSplit
 
 from . import ctm, gptm, kernels

@@ -27,7 +27,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from malt import graphs
+from malt.numerics import graphs
 from malt.algorithms.label_propagation import methods as m
 
 KINDS = ("LE", "LLE", "LTSA")

@@ -3,7 +3,7 @@
 usage: glp_cells.py REPO FIG [--rows uci|text] [--protocol fold|unlabeled|stratified|stratified-unlabeled|stratified-folds-unlabeled] [--seed S]
                     [--dataset-as THESIS=OURS ...] [--only DATASET ...] [--params P] [--variants] [--seeds] [--summary]
                     [--against REPO2 --against-protocol PROTOCOL]
-FIG = 3.4, 3.5, 3.6, or `all` (the three); reads the repository and malt/published/glp.csv;
+FIG = 3.4, 3.5, 3.6, or `all` (the three); reads the repository and malt/results/published/glp.csv;
 figures.d/ch3-glp-cells.md (UCI) and figures.d/ch3-glp-text.md (text) have the tables it printed.
 Ours = mean ± std over the five folds of one experiment (seed 0 unless --seed) run with the
 `semisupervised` task options of --protocol (stratify, evaluate, stratify_folds; default: the task's defaults);
@@ -18,8 +18,8 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from malt.report import published
-from malt.results import ResultSet
+from malt.results.report import published
+from malt.results.result_set import ResultSet
 
 PROTOCOLS = {"fold": (False, "fold", False), "unlabeled": (False, "unlabeled", False),
              "stratified": (True, "fold", False), "stratified-unlabeled": (True, "unlabeled", False),

@@ -29,7 +29,7 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from malt.results import ResultSet
+from malt.results.result_set import ResultSet
 
 PROTOCOLS = {"fold": (False, "fold"), "unlabeled": (False, "unlabeled"),
              "stratified": (True, "fold"), "stratified-unlabeled": (True, "unlabeled")}

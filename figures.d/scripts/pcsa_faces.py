@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from malt.context import Context
+from malt.engine.context import Context
 from malt.datasets.catalogue import DataRoots, entry
 from malt.registry import get
 from malt.tasks.missing import MissingParams, MissingTask

@@ -23,6 +23,7 @@ import dataclasses
 import hashlib
 import importlib
 import pkgutil
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
@@ -213,9 +214,7 @@ def tasks() -> dict[str, type[Task]]:
     global _LOADED
     if not _LOADED:
         _LOADED = True
-        import malt.tasks as package
-
-        for info in pkgutil.walk_packages(package.__path__, prefix="malt.tasks."):
+        for info in pkgutil.walk_packages([str(Path(__file__).parent)], prefix="malt.tasks."):
             importlib.import_module(info.name)
     return dict(sorted(_TASKS.items()))
 

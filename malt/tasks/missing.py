@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from malt import metrics
+from malt.tasks import metrics
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.splits import MissingSplit, Prediction

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from malt import metrics, paper_metrics
+from malt.tasks import metrics
+from malt.tasks import paper_metrics
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.splits import MultilabelSplit, Prediction

@@ -29,7 +29,7 @@ import numpy as np
 
 from typing import TYPE_CHECKING
 
-from malt import metrics
+from malt.tasks import metrics
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.splits import Prediction, RatingsSplit

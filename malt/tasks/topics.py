@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from malt.errors import DataError
-from malt.metrics import npmi_coherence
+from malt.tasks.metrics import npmi_coherence
 from malt.params import Interval, Params, param
 from malt.splits import Prediction, TopicsSplit
 from malt.tasks.base import Metric, Task, as_array, fold_assignment, register_task
@@ -50,7 +50,7 @@ def embedding_error(Z_train, y_train, Z_test, y_test, C=1.0) -> float:
     statistics (malt.linalg's one scaler, as every inductive protocol)."""
     from sklearn.svm import LinearSVC
 
-    from malt.linalg import standardize_train_test
+    from malt.numerics.linalg import standardize_train_test
 
     if np.unique(y_train).size < 2:
         return float("nan")

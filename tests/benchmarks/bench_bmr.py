@@ -39,7 +39,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from malt.algorithms.bmr import BMRParams, calibrated_offset, fit_bmr  # noqa: E402
-from malt.context import Context  # noqa: E402
+from malt.engine.context import Context  # noqa: E402
 from malt.datasets.synthetic_bmr import bmr_model, simulate_bmr  # noqa: E402
 from malt.splits import MultilabelSplit  # noqa: E402
 

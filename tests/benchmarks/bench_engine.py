@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from malt import engine, registry
+from malt import registry
+from malt.engine import runner as engine
 from malt.datasets.dataset import Dataset
 from malt.repository.store import Repository
 from malt.tasks import get_task

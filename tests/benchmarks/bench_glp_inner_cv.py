@@ -14,7 +14,7 @@ largest difference of the held-out scores relative to their largest magnitude, a
 held-out argmaxes that differ. The LTSA/LNP matrices themselves (cached per dataset in a run) are
 built outside the timings. Timings are printed, never asserted; both sides run in the same process
 at the same number of BLAS threads (--threads, default 1: OpenBLAS spins its threads, and on a busy
-machine two threads made a 270-row Cholesky 100× slower, see malt/provenance.py), after a warm-up.
+machine two threads made a 270-row Cholesky 100× slower, see malt/numerics/threads.py), after a warm-up.
 
     python tests/benchmarks/bench_glp_inner_cv.py [--dataset classic3] [--labeled 30] [--fold 0] [--threads 1]
 """
@@ -27,11 +27,11 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
-from malt import graphs
+from malt.numerics import graphs
 from malt.algorithms.label_propagation import methods as m
 from malt.algorithms.label_propagation import solvers
-from malt.data import open_dataset
-from malt.selection import inner_fold_ids
+from malt.datasets.open import open_dataset
+from malt.numerics.selection import inner_fold_ids
 from malt.tasks import get_task
 
 

@@ -74,7 +74,7 @@ def normalised(F):
 
 
 def one(kind: str, n: int) -> dict:
-    from malt import graphs
+    from malt.numerics import graphs
     from malt.algorithms.label_propagation import methods as m
 
     X, y, lab = problem(n)

@@ -23,7 +23,7 @@ import numpy as np
 
 os.environ.setdefault("MALT_DATA", str(Path(__file__).resolve().parents[3] / "shared" / "datasets"))
 
-from malt.context import Context  # noqa: E402
+from malt.engine.context import Context  # noqa: E402
 from malt.datasets.catalogue import DataRoots, entry  # noqa: E402
 from malt.registry import get  # noqa: E402
 from malt.tasks.missing import MissingParams, MissingTask  # noqa: E402
@@ -62,7 +62,7 @@ def stein_reference(D1s=(174, 593), d=20, reps=3):
     """Eq. 6's Stein solve: ours (eigenbases, O(D1 d² + d³)) vs Bartels–Stewart (O(D1³)), same inputs."""
     from scipy import linalg as sla
 
-    from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
+    from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
     rng = np.random.default_rng(0)
     print("eq. 6 Stein solve Z − G Z P = C (Z: d2 × D1), seconds per solve, same inputs")
     for D1 in D1s:

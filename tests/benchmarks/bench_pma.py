@@ -43,8 +43,8 @@ from malt.algorithms.pma.diagnostics import effective_sample_size  # noqa: E402
 from malt.algorithms.pma.exact import pma_exact  # noqa: E402
 from malt.algorithms.pma.gibbs import pma_gibbs  # noqa: E402
 from malt.algorithms.pma.map import map_f, pma_map  # noqa: E402
-from malt.context import Context  # noqa: E402
-from malt.eigenbasis import KroneckerEigenbasis  # noqa: E402
+from malt.engine.context import Context  # noqa: E402
+from malt.numerics.eigenbasis import KroneckerEigenbasis  # noqa: E402
 from malt.datasets.catalogue import DataRoots, entry  # noqa: E402
 from malt.tasks.missing import MissingParams, MissingTask  # noqa: E402
 

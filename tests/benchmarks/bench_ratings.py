@@ -23,8 +23,8 @@ import numpy as np
 
 os.environ.setdefault("MALT_DATA", str(Path(__file__).resolve().parents[3] / "shared" / "datasets"))
 
-from malt import provenance  # noqa: E402
-from malt.context import Context  # noqa: E402
+from malt.numerics import threads  # noqa: E402
+from malt.engine.context import Context  # noqa: E402
 from malt.datasets.catalogue import DataRoots, entry  # noqa: E402
 from malt.registry import get  # noqa: E402
 from malt.tasks.ratings import RatingsParams, RatingsTask  # noqa: E402
@@ -42,7 +42,7 @@ def main(names):
     dense_mib = n * m * 8 / 2**20
     print(f"MovieLens-100K {n} × {m}, {split.train.nnz} training ratings, {split.test_rows.size} test; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, BLAS threads per unit "
-          f"{provenance.default_threads()} unless the algorithm declares its own")
+          f"{threads.default_threads()} unless the algorithm declares its own")
     print(f"{'algorithm':12s} {'wall s':>8s} {'CPU s':>8s} {'CPU / biased-mf':>16s} {'goal s':>7s} "
           f"{'peak MiB':>9s} {'peak / (n·m·8)':>15s} {'RMSE':>7s}")
     ref = None
@@ -51,7 +51,7 @@ def main(names):
         ctx = Context(None, data_key=data.hash, seed=0, dataset=data)
         tracemalloc.start()
         wall, cpu = time.perf_counter(), time.process_time()
-        with provenance.blas_threads(algo.blas_threads):  # the threads `malt cv` would give the unit
+        with threads.blas_threads(algo.blas_threads):  # the threads `malt cv` would give the unit
             pred = algo.run(split, algo.Params(), ctx)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         peak = tracemalloc.get_traced_memory()[1] / 2**20

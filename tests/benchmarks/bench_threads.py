@@ -17,8 +17,9 @@ import subprocess
 import sys
 import time
 
-from malt import engine, registry
-from malt.data import open_dataset
+from malt import registry
+from malt.engine import runner as engine
+from malt.datasets.open import open_dataset
 from malt.tasks import get_task
 
 UNITS = [  # (family, algorithm, params, dataset, task, options)

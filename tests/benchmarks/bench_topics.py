@@ -23,7 +23,7 @@ import time
 import numpy as np
 import scipy.linalg
 
-from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
+from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.algorithms.topics import ctm, gptm, kernels
 from malt.datasets.synthetic_topics import synthetic_ctm
 

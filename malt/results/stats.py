@@ -44,6 +44,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from malt.results.formatting import format_p
+
 ALPHA = 0.05
 MIN_FOLDS = 5  # fewest paired folds for which a per-dataset mark is drawn
 MIN_RUNS_WILCOXON = 6  # fewest runs for which a two-sided Wilcoxon test can reach p < 0.05 (2/2⁶)
@@ -320,18 +322,11 @@ class Friedman:
         """One caption sentence with every number a reviewer needs to check the test."""
         n, k = self.n_datasets, self.n_algorithms
         parts = [f"Friedman test over N = {n} datasets, k = {k} algorithms: χ²_F = {self.chi2:.2f} "
-                 f"({_p(self.p_chi2)})", f"Iman–Davenport F_F = {_num(self.iman_davenport)} "
-                 f"({_p(self.p_iman_davenport)})"]
+                 f"({format_p(self.p_chi2)})", f"Iman–Davenport F_F = {_num(self.iman_davenport)} "
+                 f"({format_p(self.p_iman_davenport)})"]
         if self.p_exact is not None:
-            parts.append(f"exact permutation {_p(self.p_exact)}")
+            parts.append(f"exact permutation {format_p(self.p_exact)}")
         return "; ".join(parts) + "."
-
-
-def _p(p: float) -> str:
-    """'p = 0.042', 'p < 0.001'."""
-    if p is None or not math.isfinite(p):
-        return "p n/a"
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
 def _num(x: float) -> str:

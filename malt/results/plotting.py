@@ -26,10 +26,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from malt.describe import known_metrics, metric_info, metric_label, planned_folds
-from malt.describe import setting_label as _declared_setting_label
+from malt.results.describe import known_metrics, metric_info, metric_label, planned_folds
+from malt.results.describe import setting_label as _declared_setting_label
 from malt.errors import MaltError
-from malt.outputs import output_dir, write
+from malt.results.formatting import format_value
+from malt.results.outputs import output_dir, write
+from malt.results.style import file_metadata, style_matplotlib
 
 # Okabe & Ito (2008) colour-blind-safe colours (their yellow left out: too faint on white), then Paul
 # Tol's "muted" scheme (also colour-blind safe; its pale sand and grey left out).
@@ -146,7 +148,7 @@ class Family:
         defaults = _task_defaults(self.task)
         shown = {k: v for k, v in self.fixed.items() if k in defaults and not _same(v, defaults[k])}
         shown.update({k: v for k, v in self.fixed.items() if k not in defaults})
-        parts = [f"{k}={_fmt_value(v)}" for k, v in sorted(shown.items())]
+        parts = [f"{k}={format_value(v)}" for k, v in sorted(shown.items())]
         if self.tag:
             parts.append(f"id {self.tag}")
         return ", ".join(parts)
@@ -166,12 +168,6 @@ def _safe(text: str) -> str:
     if len(text) > 100:
         text = text[:80] + "-" + hashlib.sha256(text.encode()).hexdigest()[:8]
     return text
-
-
-def _fmt_value(value) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
 
 
 def _same(a, b) -> bool:
@@ -382,7 +378,7 @@ def legend_labels(rs, displays: list[str]) -> dict[str, str]:
         varying = [c for c in params
                    if len({repr(_clean(frame.loc[d, c])) for d in group}) > 1]
         for display in group:
-            parts = [f"{c[6:]}={_fmt_value(_clean(frame.loc[display, c]))}" for c in varying]
+            parts = [f"{c[6:]}={format_value(_clean(frame.loc[display, c]))}" for c in varying]
             out[display] = f"{algo} ({', '.join(parts)})" if parts else display
     return out
 
@@ -408,21 +404,6 @@ def numeric_sweeps(rs, family: Family) -> dict[str, list[str]]:
 
 
 # ---- drawing -------------------------------------------------------------------------------------
-def _style_matplotlib():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update({
-        "font.size": 8, "axes.titlesize": 8.5, "axes.labelsize": 8, "xtick.labelsize": 7, "ytick.labelsize": 7,
-        "legend.fontsize": 7, "lines.linewidth": 1.3, "lines.markersize": 4.5, "errorbar.capsize": 2.5,
-        "axes.spines.top": False, "axes.spines.right": False, "pdf.fonttype": 42, "ps.fonttype": 42,
-        "savefig.dpi": 200, "figure.dpi": 100,
-    })
-    return plt
-
-
 def _line_styles(rs, summary: pd.DataFrame) -> dict[str, dict]:
     order = display_order(rs, summary["display"].unique())
     algorithm = summary.drop_duplicates("display").set_index("display")["algorithm"]
@@ -460,14 +441,14 @@ def _numeric_axis(ax, xs_all, axis="x"):
         ax.set_xscale("log")
         ax.minorticks_off()
     ax.set_xticks(xs_all)
-    ax.set_xticklabels([_fmt_value(round(x, 6)) for x in xs_all])
+    ax.set_xticklabels([format_value(round(x, 6)) for x in xs_all])
     ax.set_xlim(from_axis(lo - 0.08 * span), from_axis(hi + 0.08 * span))
     return to_axis, from_axis, span
 
 
 def plot_sweep(rs, family: Family, metric: str, error: str = "std"):
     """Line plot of one family and metric; returns the matplotlib Figure."""
-    plt = _style_matplotlib()
+    plt = style_matplotlib()
     summary = family_summary(rs, family, metric, error)
     xlabel, xscale = setting_label(family.setting, family.task)
     fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN))
@@ -499,7 +480,7 @@ def plot_param_sweep(rs, family: Family, metric: str, parameter: str, algorithms
     """One experiment: ``metric`` over the numeric ``parameter`` for each of ``algorithms`` (one line
     per combination of an algorithm's other varying parameters); every other setting of the
     experiment is a dashed horizontal line at its mean."""
-    plt = _style_matplotlib()
+    plt = style_matplotlib()
     summary = family_summary(rs, family, metric, error)
     frame = rs.frame[rs.frame["experiment"].isin(family.experiments)].drop_duplicates("display").set_index("display")
     column = f"param.{parameter}"
@@ -511,7 +492,7 @@ def plot_param_sweep(rs, family: Family, metric: str, parameter: str, algorithms
         mine = [d for d in swept if frame.loc[d, "algorithm"] == algo]
         varying = [c for c in params if len({repr(_clean(frame.loc[d, c])) for d in mine}) > 1]
         for d in mine:
-            key = (algo, tuple(f"{c[6:]}={_fmt_value(_clean(frame.loc[d, c]))}" for c in varying),
+            key = (algo, tuple(f"{c[6:]}={format_value(_clean(frame.loc[d, c]))}" for c in varying),
                    tuple(_sort_value(frame.loc[d, c]) for c in varying))
             lines.setdefault(key, []).append(d)
     keys = sorted(lines, key=lambda k: (k[0], k[2]))
@@ -550,7 +531,7 @@ def plot_param_sweep(rs, family: Family, metric: str, parameter: str, algorithms
 def plot_bars(rs, family: Family, metric: str, error: str = "std"):
     """Horizontal bar chart of one experiment and metric (one bar per algorithm setting, settings of
     one algorithm in numeric order of their parameters)."""
-    plt = _style_matplotlib()
+    plt = style_matplotlib()
     summary = family_summary(rs, family, metric, error)
     order = display_order(rs, summary["display"].unique())
     summary = summary.set_index("display").loc[order].reset_index()
@@ -592,13 +573,13 @@ def plot_all(rs, out: str | Path = "figures", *, error: str = "std", metrics: li
         raise MaltError("No finished results to plot; run `malt cv` first (or check the filters).")
     if error not in ("std", "ci"):
         raise MaltError(f"Unknown error bar '{error}'; use 'std' or 'ci'.")
-    plt = _style_matplotlib()
+    plt = style_matplotlib()
     out = Path(out)
     out = output_dir(out)
     results = []
     for family in families(rs):
         frame = rs.frame[rs.frame["experiment"].isin(family.experiments)]
-        chosen = [m for m in _metric_order(frame["metric"].unique()) if metrics is None or m in metrics]
+        chosen = [m for m in known_metrics(frame["metric"].unique()) if metrics is None or m in metrics]
         sweeps = {} if family.swept else numeric_sweeps(rs, family)
         for metric in chosen:
             drawings = [("", plot_sweep(rs, family, metric, error) if family.swept
@@ -611,23 +592,9 @@ def plot_all(rs, out: str | Path = "figures", *, error: str = "std", metrics: li
                 for fmt in formats:
                     path = out / f"{stem}.{fmt}"  # not with_suffix: slugs hold dots (missing=0.2)
                     write(path, lambda tmp, fig=fig, fmt=fmt: fig.savefig(tmp, dpi=200, bbox_inches="tight",
-                                                                         metadata=_metadata(fmt), format=fmt))
+                                                                         metadata=file_metadata(fmt), format=fmt))
                     paths.append(path)
                 if not keep:
                     plt.close(fig)
                 results.append(PlotOutput(family, metric, fig, paths, sweep))
     return results
-
-
-def _metadata(fmt: str) -> dict:
-    # fixed metadata keeps the files byte-stable across regenerations
-    if fmt == "pdf":
-        return {"Creator": "malt", "Producer": "malt", "CreationDate": None}
-    if fmt == "png":
-        return {"Software": "malt"}
-    return {}
-
-
-def _metric_order(names) -> list[str]:
-    """The declared metrics among ``names`` in declaration order (the papers' order)."""
-    return known_metrics(names)

@@ -12,15 +12,14 @@ Each experiment is repaired under its own lock, so repair runs beside writers of
 """
 from __future__ import annotations
 
+from malt.engine.migrate import migrate_if_needed
 from malt.errors import MaltError
 from malt.repository.experiments import latest_valid_spec
 from malt.repository.records import read_log
 
 
 def repair(repo, experiment: str | None = None, wait: bool = False) -> list[str]:
-    from malt.api import _migrate_if_needed
-
-    _migrate_if_needed(repo, wait)
+    migrate_if_needed(repo, wait)
     lines: list[str] = []
     for exp in [experiment] if experiment else repo.experiments():
         lines += _repair_experiment(repo, exp, wait)

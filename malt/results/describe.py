@@ -27,8 +27,11 @@ from malt.tasks import Metric, get_task, tasks
 MetricInfo = Metric
 
 
+DIAGNOSTIC_PREFIX = "diagnostic:"
+"""Prefix of a recorded diagnostic (fit seconds, iterations) drawn or tabled like a metric."""
+
+
 def metric_info(name: str, task: str | None = None) -> Metric:
-    from malt.results import DIAGNOSTIC_PREFIX
     from malt.tasks import metric_info as declared
 
     if name.startswith(DIAGNOSTIC_PREFIX):  # a recorded diagnostic drawn like a metric (malt plot --diagnostic)
@@ -54,8 +57,6 @@ _WARNED: set[str] = set()
 
 def known_metrics(names) -> list[str]:
     """The declared metrics among ``names`` in declaration order; others are named once on stderr."""
-    from malt.results import DIAGNOSTIC_PREFIX
-
     order = metric_order() + sorted(n for n in set(names) if n.startswith(DIAGNOSTIC_PREFIX))
     unknown = sorted(set(names) - set(order))
     for name in unknown:

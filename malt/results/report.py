@@ -2,7 +2,7 @@
 
 For each experiment family the page shows the task options, the provenance of its results (algorithm
 settings and versions, dataset hash, task version, hosts, seeds, fit time), its tables, its figures
-and, where an experiment reproduces a published table (``malt/published/*.csv``), the published
+and, where an experiment reproduces a published table (``malt/results/published/*.csv``), the published
 numbers beside ours. Across datasets it shows critical-difference diagrams and average-rank tables.
 
 ``report.html`` needs no server and no network: CSS and JavaScript are inline, figures are embedded
@@ -20,10 +20,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from malt.describe import metric_info, metric_label, planned_folds, provenance_columns, sessions
-from malt.outputs import output_dir, write
-from malt.plotting import _fmt_value, families, metric_scale, option_matches, plot_all
-from malt.tables import all_tables, dataset_tables, format_mean_std, rank_tables
+from malt.results.describe import metric_info, metric_label, planned_folds, provenance_columns, sessions
+from malt.results.outputs import output_dir, write
+from malt.results.formatting import format_value
+from malt.results.plotting import families, metric_scale, option_matches, plot_all
+from malt.results.tables import all_tables, dataset_tables, format_mean_std, rank_tables
 
 PUBLISHED_COLUMNS = ["source", "dataset", "task", "setting", "algorithm", "printed", "metric", "mean", "std",
                      "params"]
@@ -32,8 +33,8 @@ PUBLISHED_COLUMNS = ["source", "dataset", "task", "setting", "algorithm", "print
 def published() -> pd.DataFrame:
     """The reference numbers, exactly as printed (percent metrics in percent), one row per cell.
 
-    Every ``malt/published/*.csv`` is read (one file per paper or family, same columns)."""
-    folder = resources.files("malt") / "published"
+    Every ``malt/results/published/*.csv`` is read (one file per paper or family, same columns)."""
+    folder = resources.files("malt.results") / "published"
     frames = []
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".csv"):
@@ -122,7 +123,7 @@ def _versions(rs, experiments) -> pd.DataFrame:
     rows = []
     for display, group in frame.groupby("display", sort=True):
         first = group.iloc[0]
-        values = ", ".join(f"{c[6:]}={_fmt_value(first[c])}" for c in params
+        values = ", ".join(f"{c[6:]}={format_value(first[c])}" for c in params
                            if not (isinstance(first[c], float) and first[c] != first[c]))
         units = group.drop_duplicates(["experiment", "fold"])
         fit = units["fit_seconds"].astype(float) if "fit_seconds" in units else pd.Series(dtype=float)
@@ -201,8 +202,8 @@ def write_report(rs, out: str | Path = "report", *, source: str = "", error: str
                  metrics: list[str] | None = None) -> tuple[Path, Path]:
     """Write ``out/report.md``, a self-contained ``out/report.html`` and the figures in ``out/figures``;
     return both page paths."""
-    from malt.cd_diagram import plot_across_datasets
-    from malt.ranks import comparisons
+    from malt.results.cd_diagram import plot_across_datasets
+    from malt.results.ranks import comparisons
 
     out = Path(out)
     figures_dir = out / "figures"
@@ -232,9 +233,9 @@ def write_report(rs, out: str | Path = "report", *, source: str = "", error: str
         section = Section(_anchor(slug, taken), family.task, family.dataset,
                           (f"by {family.setting}" if family.swept else "single experiment") + (f" ({sub})" if sub else ""))
         section.heading = heading
-        options = ", ".join(f"{k}={_fmt_value(v)}" for k, v in sorted(family.fixed.items()))
+        options = ", ".join(f"{k}={format_value(v)}" for k, v in sorted(family.fixed.items()))
         section.add("p", f"Task options: {options or 'defaults'}."
-                         + (f" Swept: {family.setting} = " + ", ".join(_fmt_value(v) for v in family.experiments.values())
+                         + (f" Swept: {family.setting} = " + ", ".join(format_value(v) for v in family.experiments.values())
                             + "." if family.swept else "")
                          + " Experiments: " + ", ".join(f"`{e}`" for e in family.experiments) + ".")
         for table in tables.get(slug, []):

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 import scipy.sparse as sp
 
-from malt import linalg
+from malt.numerics import linalg
 from malt.params import canonical_json
 
 PRODUCER = "malt.context@2"
@@ -154,7 +154,7 @@ class Context:
         Returns (indices (len(query), k) into dataset rows, distances). A query row that is also in
         ``among`` does not count as its own neighbour when ``exclude_self``.
         """
-        from malt import graphs
+        from malt.numerics import graphs
 
         query, among = np.asarray(query), np.asarray(among)
         if k > len(among) - (1 if exclude_self else 0):
@@ -179,7 +179,3 @@ def _nbytes(value) -> int:
     if isinstance(value, dict):
         return sum(_nbytes(v) for v in value.values())
     return int(getattr(value, "nbytes", 0))
-
-
-def to_dense(X) -> np.ndarray:
-    return X.toarray() if sp.issparse(X) else np.asarray(X)

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from malt.errors import MaltError
-from malt.outputs import output_dir, write
-from malt.ranks import Comparison, comparisons
-from malt.stats import ALPHA
+from malt.results.outputs import output_dir, write
+from malt.results.ranks import Comparison, comparisons
+from malt.results.stats import ALPHA
 
 
 def _plt():
-    from malt.plotting import _style_matplotlib
+    from malt.results.style import style_matplotlib
 
-    return _style_matplotlib()
+    return style_matplotlib()
 
 
 def cd_groups(comparison: Comparison, test: str = "nemenyi", control: str | None = None) -> list[list[str]]:
@@ -152,7 +152,7 @@ def plot_across_datasets(rs, out: str | Path = "figures", *, metrics: list[str] 
 
     ``test``: 'nemenyi' (all pairs, bars join settings closer than the critical difference) or
     'holm' (step-down against ``control``, default the best-ranked setting)."""
-    from malt.plotting import _metadata
+    from malt.results.style import file_metadata
 
     found = comparisons(rs, metrics, alpha)
     if not found:
@@ -166,7 +166,7 @@ def plot_across_datasets(rs, out: str | Path = "figures", *, metrics: list[str] 
         paths = []
         for fmt in formats:
             path = out / f"{comparison.slug()}_cd.{fmt}"
-            write(path, lambda tmp, fig=fig, fmt=fmt: fig.savefig(tmp, dpi=200, metadata=_metadata(fmt), format=fmt))
+            write(path, lambda tmp, fig=fig, fmt=fmt: fig.savefig(tmp, dpi=200, metadata=file_metadata(fmt), format=fmt))
             paths.append(path)
         if not keep:
             plt.close(fig)

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import click
 
+from malt.cli.options import open_repo, print_table, repo_option
 from malt.errors import InvalidParameterError, MaltError
 
 
 def register(main: click.Group) -> None:
-    from malt.cli import repo_option
-
     @main.group(invoke_without_command=True)
     @repo_option
     @click.pass_context
@@ -20,16 +19,15 @@ def register(main: click.Group) -> None:
         """List named datasets (or use a subcommand: show, import, fetch)."""
         if ctx.invoked_subcommand is not None:
             return
-        from malt.cli import _print_table, _repo
         from malt.datasets.catalogue import DataRoots, available, catalogue
 
         roots = DataRoots.default(repo_path)
         rows = [(e.name, e.group, e.shape, "yes" if available(e, roots) else "no (malt datasets fetch)"
                  if e.remotes else "no", e.description) for e in catalogue().values()]
-        repo = _repo(repo_path)
+        repo = open_repo(repo_path)
         if repo.exists:
             rows += [(n, "imported", "", "yes", f"imported into {repo_path}") for n in repo.imported()]
-        _print_table(["name", "group", "shape", "available", "description"], rows)
+        print_table(["name", "group", "shape", "available", "description"], rows)
         if not roots.roots or not any(r.exists() for r in roots.roots):
             click.echo("\nMALT_DATA is not set: only bundled and synthetic datasets are available. "
                        "Point MALT_DATA at a folder laid out like shared/datasets, or `malt datasets fetch NAME`.")
@@ -39,11 +37,10 @@ def register(main: click.Group) -> None:
     @repo_option
     def datasets_show(name, repo_path):
         """Components, shapes, label cardinality, content hash, source and citation of a dataset."""
-        from malt.cli import _repo
-        from malt.data import catalogue_info
-        from malt.sources import open_source
+        from malt.datasets.open import catalogue_info
+        from malt.datasets.sources import open_source
 
-        repo = _repo(repo_path)
+        repo = open_repo(repo_path)
         dataset, source = open_source(name, repo)
         for key, value in dataset.describe().items():
             click.echo(f"{key:>20}: {value}")
@@ -71,8 +68,7 @@ def register(main: click.Group) -> None:
     @repo_option
     def datasets_import(name, file, labels, impute, force, repo_path):
         """Import a user's ARFF or CSV file into the repository under NAME."""
-        from malt.cli import _repo
-        from malt.data import load_file
+        from malt.datasets.open import load_file
         from malt.datasets.catalogue import resolve
         from malt.repository.files import validate_name
 
@@ -82,7 +78,7 @@ def register(main: click.Group) -> None:
         if file.is_dir():
             raise MaltError(f"{file} is a folder; give the ARFF or CSV file to import.")
         dataset = load_file(file, labels=labels, name=name, impute=impute)
-        repo = _repo(repo_path)
+        repo = open_repo(repo_path)
         repo.create()
         source = {"kind": "file", "path": str(file.resolve()), "labels": labels, "impute": impute}
         path = repo.datasets.save(dataset, source, force=force)
@@ -94,12 +90,11 @@ def register(main: click.Group) -> None:
     @repo_option
     def datasets_fetch(name, mirror, repo_path):
         """Download a named dataset from its public source into REPO/data/, checking sha256 sums."""
-        from malt.cli import _repo
         from malt.datasets.catalogue import entry
         from malt.datasets.fetch import fetch
 
         item = entry(name)
-        repo = _repo(repo_path)
+        repo = open_repo(repo_path)
         repo.check_writable_target()
         made = not repo.path.exists()
         try:
@@ -164,15 +159,14 @@ def register(main: click.Group) -> None:
         """List cached artifacts (or `malt cache clear`)."""
         if ctx.invoked_subcommand is not None:
             return
-        from malt.cli import _print_table, _repo
 
-        repo = _repo(repo_path).check_readable()
+        repo = open_repo(repo_path).check_readable()
         entries = repo.cache.entries()
         users = artifact_users(repo)
         rows = [(e.key[:12], e.name, e.producer, _size(e.nbytes), time.strftime("%Y-%m-%d %H:%M",
                                                                                 time.localtime(e.last_used)),
                  ", ".join(sorted(users.get(e.key, ()))) or "(unused)") for e in entries]
-        _print_table(["key", "name", "producer", "size", "last used", "used by"], rows)
+        print_table(["key", "name", "producer", "size", "last used", "used by"], rows)
         click.echo(f"{len(entries)} artifact(s), {_size(sum(e.nbytes for e in entries))}", err=True)
 
     @cache.command("clear")
@@ -181,9 +175,8 @@ def register(main: click.Group) -> None:
     @repo_option
     def cache_clear(unused, older_than, repo_path):
         """Delete cached artifacts (safe at any time: a later run recomputes what it needs)."""
-        from malt.cli import _repo
 
-        repo = _repo(repo_path).check_readable()
+        repo = open_repo(repo_path).check_readable()
         age = _duration(older_than) if older_than else None
         users = artifact_users(repo) if unused else {}
         removed = freed = 0

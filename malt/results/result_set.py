@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from malt.errors import MaltError
+from malt.results.describe import DIAGNOSTIC_PREFIX
 
 
 class ResultSet:
@@ -229,13 +230,13 @@ class ResultSet:
 
     def table(self, fmt: str = "markdown", metrics: list[str] | None = None) -> str:
         """Every table `malt table` would print (markdown, latex or html)."""
-        from malt.tables import all_tables
+        from malt.results.tables import all_tables
 
         return "\n".join(t.render(fmt) for _, group in all_tables(self, metrics) for t in group)
 
     def plot(self, out="figures", metrics: list[str] | None = None, formats=("png", "pdf")) -> list:
         """Every figure `malt plot` would draw, written into ``out``; returns their paths."""
-        from malt.plotting import plot_all
+        from malt.results.plotting import plot_all
 
         return [path for item in plot_all(self, out, metrics=metrics, formats=tuple(formats)) for path in item.paths]
 
@@ -244,7 +245,6 @@ class ResultSet:
         return list(self.sessions.get(experiment, []))
 
 
-DIAGNOSTIC_PREFIX = "diagnostic:"
 UNIT_COLUMNS = ("algorithm", "display", "params_key", "fold")
 RECORD_COLUMNS = ("fit_seconds", "seed", "version", "timestamp")
 

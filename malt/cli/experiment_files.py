@@ -76,7 +76,7 @@ def run_experiment_file(path: Path, *, repo=None, **engine_options):
     for call in calls:  # validate everything before running anything
         call = dict(call)
         api.plan_experiment(call.pop("algorithms"), call.pop("dataset"), task=call.pop("task"),
-                            params=call.pop("params"), repo=api._repo(target), labels=call.pop("labels"), **call)
+                            params=call.pop("params"), repo=api.repository(target), labels=call.pop("labels"), **call)
     for call in calls:
         call = dict(call)
         yield api.cv(call.pop("algorithms"), call.pop("dataset"), task=call.pop("task"), params=call.pop("params"),

@@ -1,6 +1,6 @@
 """Small linear-algebra pieces shared by the numeric cores: feature scaling (one standardiser with an
 explicit choice of statistics), distances and RBF kernels, jitter, symmetric eigendecompositions.
-Kronecker-structured solves live in `malt.eigenbasis`.
+Kronecker-structured solves live in `malt.numerics.eigenbasis`.
 
 Numeric settings are named here rather than buried as literals.
 """
@@ -147,3 +147,8 @@ def batched_triangular_solve(L: np.ndarray, B: np.ndarray, transpose: bool = Fal
         for j in range(k - 1, -1, -1):
             x[:, j] = (B[:, j] - np.einsum("nl,nl->n", L[:, j + 1:, j], x[:, j + 1:])) / L[:, j, j]
     return x
+
+
+def to_dense(X) -> np.ndarray:
+    """``X`` as a dense array (a scipy sparse matrix is expanded; anything else goes through np.asarray)."""
+    return X.toarray() if sp.issparse(X) else np.asarray(X)

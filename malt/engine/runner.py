@@ -30,10 +30,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from malt import provenance, registry
-from malt.context import Context, MemoryCache
-from malt.progress import Progress
+from malt import registry
+from malt.engine import provenance
+from malt.engine.context import Context, MemoryCache
+from malt.engine.progress import Progress
 from malt.errors import MaltError
+from malt.numerics.threads import blas_threads
 from malt.params import Params
 from malt.repository.cache import worth_caching
 from malt.tasks.base import Task
@@ -176,7 +178,7 @@ def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str |
     start, cpu = time.perf_counter(), time.process_time()
     try:
         with (warnings.catch_warnings(record=True) as caught,
-              provenance.blas_threads(threads or algo.blas_threads, jobs)):
+              blas_threads(threads or algo.blas_threads, jobs)):
             warnings.simplefilter("always")
             split = task.split(dataset, options, unit.fold)
             ctx = Context(task.features(dataset), data_key=dataset.hash, seed=unit.seed, cache=cache,

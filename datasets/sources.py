@@ -22,7 +22,7 @@ from malt.errors import DataError
 def open_source(ref: str, repo=None, labels: str | None = None) -> tuple[Dataset, dict]:
     """The dataset a user named on the command line, and its source record. Names match ignoring
     letter case when that is unambiguous (imported names first, then the catalogue)."""
-    from malt.data import load_file, open_dataset
+    from malt.datasets.open import load_file, open_dataset
     from malt.datasets.catalogue import resolve
 
     if not isinstance(ref, str) or not ref.strip():
@@ -54,7 +54,7 @@ def open_source(ref: str, repo=None, labels: str | None = None) -> tuple[Dataset
 
 def reopen(spec: dict, repo) -> Dataset:
     """The dataset an experiment was run on, checked against its recorded content hash."""
-    from malt.data import open_dataset
+    from malt.datasets.open import open_dataset
 
     source = spec.get("source") or {"kind": "legacy", "ref": spec.get("dataset_ref", spec.get("dataset"))}
     expected = spec.get("dataset_hash")
@@ -66,7 +66,7 @@ def reopen(spec: dict, repo) -> Dataset:
         dataset = open_dataset(source["name"], repo)
         where = f"dataset '{source['name']}'"
     elif kind == "file":
-        from malt.data import load_file
+        from malt.datasets.open import load_file
 
         path = Path(source["path"])
         if not path.exists():

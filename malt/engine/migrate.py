@@ -27,6 +27,12 @@ from malt.repository.integrity import seal
 from malt.repository.records import encode
 
 
+def migrate_if_needed(repo, wait: bool) -> None:
+    """Migrate ``repo`` in place if it was written by malt's first store format; nothing otherwise."""
+    if repo.exists and repo.format < 2:
+        migrate(repo, wait=wait)
+
+
 def migrate(repo, wait: bool = False, report=None) -> list[str]:
     """Convert ``repo`` in place; returns one line per action (also passed to ``report``)."""
     from malt.repository.store import FORMAT
@@ -69,7 +75,8 @@ def _legacy_spec(folder) -> bool:
 
 
 def _convert(repo, exp: str, note) -> str | None:
-    from malt import engine, registry
+    from malt import registry
+    from malt.engine import runner as engine
     from malt.tasks import get_task
 
     folder = repo.experiment(exp).folder

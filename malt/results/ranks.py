@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from malt.describe import metric_info, metric_label, metric_order, planned_folds, task_defaults
-from malt.stats import ALPHA, Friedman, _p
+from malt.results.describe import metric_info, metric_label, metric_order, planned_folds, task_defaults
+from malt.results.formatting import format_p
+from malt.results.stats import ALPHA, Friedman
 
 MIN_DATASETS = 2
 
@@ -61,7 +62,7 @@ class Comparison:
                      "settings joined by a bar do not differ significantly.")
         else:
             text += (f"The Friedman test does not reject equal ranks at α = {alpha:g} "
-                     f"({f.p_value_kind} {_p(f.p_value)}), so no post-hoc difference is claimed "
+                     f"({f.p_value_kind} {format_p(f.p_value)}), so no post-hoc difference is claimed "
                      f"(CD = {f.critical_difference:.2f} shown for scale).")
         if self.dropped:
             text += f" Left out (missing on some dataset): {', '.join(self.dropped)}."
@@ -116,7 +117,7 @@ def comparable_groups(rs) -> list[tuple[str, dict, dict[str, str]]]:
 
 def comparisons(rs, metrics: list[str] | None = None, alpha: float = ALPHA) -> list[Comparison]:
     """Every across-datasets comparison of a ResultSet, one per (task, options, metric)."""
-    from malt.plotting import legend_labels
+    from malt.results.plotting import legend_labels
 
     out = []
     order = metric_order()

@@ -33,7 +33,7 @@ import numpy as np
 import scipy.linalg
 
 from malt.errors import DataError
-from malt.provenance import one_blas_thread
+from malt.numerics.threads import one_blas_thread
 
 
 def inverse_sum_factors(a: np.ndarray, b: np.ndarray, rel_err: float = 1e-3) -> tuple[np.ndarray, np.ndarray]:

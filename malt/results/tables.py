@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from malt.describe import metric_info, metric_label, planned_folds, test_train_ratio
+from malt.results.describe import known_metrics, metric_info, metric_label, planned_folds, test_train_ratio
 from malt.errors import MaltError
-from malt.plotting import (Family, _fmt_value, _metric_order, display_order, families, legend_labels,
+from malt.results.formatting import format_value
+from malt.results.plotting import (Family, display_order, families, legend_labels,
                            metric_scale, setting_label)
-from malt.stats import ALPHA, FoldTestPolicy
+from malt.results.stats import ALPHA, FoldTestPolicy
 
 DAGGER = "†"
 
@@ -264,7 +265,7 @@ def experiment_table(rs, family: Family, metrics: list[str] | None = None,
     keys = [(exp, d) for exp in columns for d in displays
             if not frame[(frame.experiment == exp) & (frame.display == d)].empty]
     names = {(exp, d): labels[d] + columns[exp] for exp, d in keys}
-    chosen = [m for m in _metric_order(frame["metric"].unique()) if metrics is None or m in metrics]
+    chosen = [m for m in known_metrics(frame["metric"].unique()) if metrics is None or m in metrics]
     policy = fold_policy(rs, next(iter(columns)))
     rows, cells, folds, marks = [], {}, set(), Marks(policy)
     for metric in chosen:
@@ -314,7 +315,7 @@ def combined_tables(rs, option: str, metrics: list[str] | None = None) -> list[T
         for family in members:
             value = family.fixed[option]
             suffix = ("" if value is False else f" ({option})" if value is True
-                      else f" ({option}={_fmt_value(value)})")
+                      else f" ({option}={format_value(value)})")
             columns[next(iter(family.experiments))] = suffix
         shared = Family(members[0].dataset, members[0].task, None,
                         {k: v for k, v in members[0].fixed.items() if k != option}, dict.fromkeys(columns))
@@ -330,9 +331,9 @@ def sweep_tables(rs, family: Family, metrics: list[str] | None = None) -> list[T
     displays = display_order(rs, frame["display"].unique())
     labels = legend_labels(rs, displays)
     xlabel, xscale = setting_label(family.setting, family.task)
-    columns = {exp: _fmt_value(round(float(v) * xscale, 6)) for exp, v in family.experiments.items()}
+    columns = {exp: format_value(round(float(v) * xscale, 6)) for exp, v in family.experiments.items()}
     out = []
-    for metric in [m for m in _metric_order(frame["metric"].unique()) if metrics is None or m in metrics]:
+    for metric in [m for m in known_metrics(frame["metric"].unique()) if metrics is None or m in metrics]:
         info = metric_info(metric, family.task)
         scale = metric_scale(metric, family.task)
         cells, folds, marks = {}, set(), Marks()
@@ -385,7 +386,7 @@ def dataset_tables(rs, metrics: list[str] | None = None) -> list[Table]:
         frame = rs.frame[rs.frame["experiment"].isin(exps)]
         displays = display_order(rs, frame["display"].unique())
         labels = legend_labels(rs, displays)
-        for metric in [m for m in _metric_order(frame["metric"].unique()) if metrics is None or m in metrics]:
+        for metric in [m for m in known_metrics(frame["metric"].unique()) if metrics is None or m in metrics]:
             info = metric_info(metric, task)
             scale = metric_scale(metric, task)
             cells, folds, rows, marks = {}, set(), [], Marks()
@@ -421,7 +422,7 @@ def rank_tables(rs, metrics: list[str] | None = None, alpha: float = ALPHA, cont
     folds it comes from), the average rank, and Holm's adjusted p-value against the best-ranked
     setting (or ``control``). The caption carries the Friedman test (χ²_F, Iman–Davenport F_F, exact p
     where enumerable) and the Nemenyi critical difference (Demšar 2006, §3.2.2)."""
-    from malt.ranks import comparisons
+    from malt.results.ranks import comparisons
 
     out = []
     for comparison in comparisons(rs, metrics, alpha):
@@ -440,7 +441,7 @@ def rank_tables(rs, metrics: list[str] | None = None, alpha: float = ALPHA, cont
             for dataset in comparison.datasets:
                 rank = float(f.ranks.loc[dataset, algo])
                 value = float(f.scores.loc[dataset, algo]) * scale
-                text = f"{_fmt_value(rank)} ({format_mean_std(value, 0.0, info.percent, 1)})"
+                text = f"{format_value(rank)} ({format_mean_std(value, 0.0, info.percent, 1)})"
                 cells[(algo, dataset)] = Cell(rank, 0.0, 1, best=rank == float(f.ranks.loc[dataset].min()), label=text)
             mean_rank = float(f.average_ranks[algo])
             cells[(algo, "average rank")] = Cell(mean_rank, 0.0, f.n_datasets, best=algo == best,

@@ -27,8 +27,8 @@ def _filters(func):
 
 def load_filtered(path, datasets=(), tasks=(), algos=(), metrics=(), experiments=(), where=(), diagnostics=()):
     """ResultSet.load(path) restricted by the command-line filters; raises if nothing is left."""
-    from malt.plotting import option_matches
-    from malt.results import ResultSet
+    from malt.results.plotting import option_matches
+    from malt.results.result_set import ResultSet
 
     rs = ResultSet.load(path)
     if diagnostics:
@@ -84,11 +84,11 @@ def register(main: click.Group) -> None:
 @_filters
 def plot(path, out, error, formats, across_datasets, posthoc, control, alpha, **filters):
     """Figures of every experiment family and metric in PATH (a repository or a folder of repositories)."""
-    from malt.plotting import plot_all
+    from malt.results.plotting import plot_all
 
     rs = load_filtered(path, **filters)
     if across_datasets:
-        from malt.cd_diagram import plot_across_datasets
+        from malt.results.cd_diagram import plot_across_datasets
 
         outputs = plot_across_datasets(rs, out, metrics=list(filters["metrics"]) or None,
                                        formats=tuple(formats) or ("png", "pdf"), test=posthoc, control=control,
@@ -122,7 +122,7 @@ def table(path, fmt, out, across_datasets, combine, ranks, alpha, control, **fil
     """'mean ± std' tables, best mean in bold, ties with the best marked (corrected resampled t-test)."""
     import pandas as pd
 
-    from malt.tables import all_tables, combined_tables, dataset_tables, rank_tables
+    from malt.results.tables import all_tables, combined_tables, dataset_tables, rank_tables
 
     metrics = list(filters["metrics"]) or None
     rs = load_filtered(path, **filters)
@@ -148,7 +148,7 @@ def table(path, fmt, out, across_datasets, combine, ranks, alpha, control, **fil
     else:
         text = "\n".join(t.render(fmt) for t in tables)
     if out:
-        from malt.outputs import output_file, write
+        from malt.results.outputs import output_file, write
 
         write(output_file(out), text)
         click.echo(f"{len(tables)} table(s) written to {out}", err=True)
@@ -166,7 +166,7 @@ def table(path, fmt, out, across_datasets, combine, ranks, alpha, control, **fil
 def report(path, out, error, open_page, **filters):
     """One markdown page and one self-contained HTML page (navigation, sortable tables, figures, provenance,
     published numbers, critical-difference diagrams)."""
-    from malt.report import write_report
+    from malt.results.report import write_report
 
     rs = load_filtered(path, **filters)
     md, page = write_report(rs, out, source=str(path), error=error, metrics=list(filters["metrics"]) or None)

@@ -99,7 +99,7 @@ def prepared(X, metric: str = "euclidean", scale: str = "none"):
     for 'cosine', the dense similarity matrix for 'similarity'. An all-zero row has no cosine
     distance: left as it is it would sit at ½ from every unit row, nearer than most real pairs, and
     become every point's neighbour, so it is refused."""
-    from malt import linalg
+    from malt.numerics import linalg
 
     if metric == "similarity":
         S = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import click
 
+from malt.cli.data import register as register_data_commands
+from malt.cli.figures import register as register_figure_commands
+from malt.cli.options import open_repo, print_table, repo_option
 from malt.errors import InvalidParameterError, MaltError
 
 
@@ -32,16 +35,6 @@ class MaltGroup(click.Group):
             where = f"{err.filename}: " if getattr(err, "filename", None) else ""
             click.echo(f"error: {where}{describe_os_error(err)}. Nothing already committed was changed.", err=True)
             sys.exit(2)
-
-
-repo_option = click.option("--repo", "repo_path", type=click.Path(path_type=Path), envvar="MALT_REPO",
-                           default=Path("results"), show_default=True, help="Repository folder (or $MALT_REPO).")
-
-
-def _repo(path: Path):
-    from malt.repository.store import Repository
-
-    return Repository(path)
 
 
 def _assignments(items: tuple[str, ...], flag: str) -> dict[str, str]:
@@ -171,7 +164,7 @@ def cv(algo_names, dataset_ref, task_name, task_params, params, labels, jobs, th
               help="Repository folder (default: the file's `repo`, else ./results).")
 def run_file(file, jobs, threads, scheduler, wait, quiet, repo_path):
     """Run every experiment an experiment file (TOML) describes; prints the experiment ids."""
-    from malt.experiment_files import run_experiment_file
+    from malt.cli.experiment_files import run_experiment_file
 
     failed = 0
     for run in run_experiment_file(file, repo=repo_path, jobs=jobs, threads=threads, scheduler=scheduler,
@@ -246,9 +239,9 @@ def rescore(experiment_ids, metrics, wait, repo_path):
 @repo_option
 def repair(experiment_id, wait, repo_path):
     """Check every stored file; drop damaged parts (then `malt rerun` recomputes what they held)."""
-    from malt.repair import repair as run_repair
+    from malt.engine.repair import repair as run_repair
 
-    repo = _repo(repo_path).check_readable()
+    repo = open_repo(repo_path).check_readable()
     lines = run_repair(repo, experiment_id, wait=wait)
     for line in lines:
         click.echo(line)
@@ -261,9 +254,9 @@ def repair(experiment_id, wait, repo_path):
 @repo_option
 def results(repo_path):
     """Experiments in the repository with their algorithms and completeness."""
-    from malt.results import ResultSet
+    from malt.results.result_set import ResultSet
 
-    repo = _repo(repo_path).check_readable()
+    repo = open_repo(repo_path).check_readable()
     problems: list[str] = []
     rs = ResultSet.from_repository(repo, problems=problems)
     rows = []
@@ -284,7 +277,7 @@ def results(repo_path):
         if counts["failed"]:
             text += f" ({int(counts['failed'])} failed)"
         rows.append((exp, spec["dataset"], spec["task"], options or "defaults", " ".join(algos), text))
-    _print_table(["experiment", "dataset", "task", "options", "algorithms", "units done"], rows)
+    print_table(["experiment", "dataset", "task", "options", "algorithms", "units done"], rows)
     for line in problems:
         click.echo(f"warning: {line}", err=True)
 
@@ -301,9 +294,9 @@ def results(repo_path):
 @repo_option
 def show(experiment_id, fmt, raw, diagnostics, show_failed, provenance, repo_path):
     """Mean ± std per algorithm and metric of one experiment (with the folds each rests on)."""
-    from malt.results import ResultSet
+    from malt.results.result_set import ResultSet
 
-    repo = _repo(repo_path).check_readable()
+    repo = open_repo(repo_path).check_readable()
     problems: list[str] = []
     rs = ResultSet.from_repository(repo, [experiment_id], problems)
     for line in problems:
@@ -373,18 +366,5 @@ def _show_provenance(rs, experiment_id: str, fmt: str) -> None:
                    f"  command: {s.get('command')}")
 
 
-def _print_table(headers, rows):
-    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    click.echo("  ".join(str(h).ljust(w) for h, w in zip(headers, widths)).rstrip())
-    for row in rows:
-        click.echo("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
-
-
-from malt.cli_data import register as _register_data_commands  # noqa: E402  (datasets, algorithms, tasks, cache)
-from malt.cli_figures import register as _register_figure_commands  # noqa: E402  (plot, table, report)
-
-_register_data_commands(main)
-_register_figure_commands(main)
-
-if __name__ == "__main__":
-    main()
+register_data_commands(main)
+register_figure_commands(main)
