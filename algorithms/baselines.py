@@ -3,7 +3,7 @@ for multi-label prediction (§4.4.2), the trivial multi-label reference ``label-
 decided by its training majority), and per-column mean imputation for missing entries.
 
 The multi-label baselines choose their regularisation constant C by inner cross-validation on the
-training rows (`malt.selection`; 3 folds, as Bogatinovski et al. 2022 tune every method). The
+training rows (`malt.numerics.selection`; 3 folds, as Bogatinovski et al. 2022 tune every method). The
 criterion is the learner's own loss on the held-out label entries: binary log-loss for the
 probabilistic models (a proper scoring rule, so the choice serves both the rankings and the ½-cut
 decisions), hinge loss for the SVM. Logistic regressions walk the grid from strong to weak
@@ -131,11 +131,11 @@ def predict_logistic(models: list, X_test) -> np.ndarray:
 def select_on_path(params: Params, grids: dict[str, Sequence], path: Callable[[np.ndarray, np.ndarray], np.ndarray],
                    Y: np.ndarray, rng: np.random.Generator, loss: Callable[[np.ndarray, np.ndarray], float],
                    progress: Callable[[float], None] | None = None) -> Selection:
-    """Inner-CV choice (`malt.selection.select`) over the combinations of ``grids`` (parameter name →
+    """Inner-CV choice (`malt.numerics.selection.select`) over the combinations of ``grids`` (parameter name →
     its ``<name>_grid``) when one call scores every combination at once.
 
     path(train, val) : (n_candidates, len(val), L) scores of the validation rows for every combination,
-        in the order of ``malt.selection.candidates(params, grids)``, fit on the training rows
+        in the order of ``malt.numerics.selection.candidates(params, grids)``, fit on the training rows
         (indices into the caller's training part); called once per fold.
     loss(Y_val, scores) : the validation loss of one combination (lower is better).
     """

@@ -164,7 +164,7 @@ def joint_mean_update(C: np.ndarray, hat: Eigenbasis, Sigma: np.ndarray):
     With curvature ¼ I the stationarity conditions of (4.5) and (4.7) are
     μ = (H μ Σ⁻¹ + C) K,  K = (Σ⁻¹ + ¼ I)⁻¹,  H = X (XᵀX + ridge I)⁻¹ Xᵀ,
     i.e. the Stein equation μ − H μ (I + ¼Σ)⁻¹ = C K, which the eigenbases of H and Σ diagonalise
-    (`malt.eigenbasis.KroneckerEigenbasis` with H as a low-rank factor): with X = U diag(s) Vᵀ (thin
+    (`malt.numerics.eigenbasis.KroneckerEigenbasis` with H as a low-rank factor): with X = U diag(s) Vᵀ (thin
     SVD), h = s² / (s² + ridge) and Σ = Q diag(σ) Qᵀ, r = 1 / (1 + σ/4), k = σ r,
     (Uᵀ μ Q)_ij = (Uᵀ C Q)_ij k_j / (1 − h_i r_j) and (I − UUᵀ) μ Q = (I − UUᵀ) C Q diag(k).
     One call costs one n × L × L and two n × d × L products and no per-row factorisation.

@@ -9,7 +9,7 @@ all rows (columns) at once: O(|obs| r² + (n + m) r³) per iteration, batched wi
 
 The registered algorithm fits regularised row + column biases with the factors (Koren, Bell &
 Volinsky 2009, eq. 5 — without them PMF loses to the bias-only model on ratings) and chooses the
-rank and λ by inner cross-validation on the training entries (`malt.selection`); the grid starts
+rank and λ by inner cross-validation on the training entries (`malt.numerics.selection`); the grid starts
 at a strong λ, whose fit is close to the bias-only model, so the default cannot do much worse.
 """
 from __future__ import annotations

@@ -9,7 +9,7 @@ with the rest of the ratings family (pmf, pcsa, the matrix-variate GPs).
   2009, eq. 5; Surprise's SVD), minimising
   Σ_obs (r_ui − r̂_ui)² + λ (‖p_u‖² + ‖q_i‖²) + λ_b (b_u² + b_i²) by alternating least squares:
   each half step is an exact ridge solve of every user (item) at once. λ is chosen by inner
-  cross-validation on the training ratings (one holdout of a fifth; `malt.selection`), strongest
+  cross-validation on the training ratings (one holdout of a fifth; `malt.numerics.selection`), strongest
   penalty first, so on sparse data it falls back towards the bias model instead of losing to it
   (a fixed λ = 10 did on CiaoDVD: RMSE 0.947 against baseline's 0.946).
 * ``popularity`` — the ranking baseline: items ordered by their number of training ratings.

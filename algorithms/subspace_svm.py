@@ -1,7 +1,7 @@
 """Subspace baselines of Rai & Daumé (2009, §5.2): PCA then per-label linear SVMs (``pca-svm``), and
 classical CCA whose per-label task parameters are learned in the shared subspace and mapped back to
 feature space through W_x (``cca``). K is chosen by inner cross-validation on the training rows through
-`malt.selection` (``select='inner-cv'`` over ``k_grid``, micro-F1 on the held-out inner fold; the paper
+`malt.numerics.selection` (``select='inner-cv'`` over ``k_grid``, micro-F1 on the held-out inner fold; the paper
 chose the best K on the test set). ``full-svm`` is ``mlsvm`` in ``baselines.py``. ``label-prior`` (in ``baselines.py``) is the
 K = 0 end of these baselines: no features, each label decided by its training majority — the reference
 any Table 1 cell has to beat (overall accuracy 76.7 % on yeast, 81.9 % on scene: above every row the

@@ -22,7 +22,7 @@
 #    (e.g. GLP_TASK='stratify=False evaluate=unlabeled'). `stratify_folds=True` (folds assigned per
 #    class) puts the Hepatitis majority baseline at exactly the thesis's TIKREG/CK 20.8 ± 0.0; it is
 #    not in GLP_TASK (46/46/44 → 44/41/44 UCI cells inside; ch3-glp-cells.md, R3);
-#  * one kNN graph per dataset from malt.graphs: union-symmetrised ("(x_i, x_j) ∈ E whenever
+#  * one kNN graph per dataset from malt.numerics.graphs: union-symmetrised ("(x_i, x_j) ∈ E whenever
 #    (x_j, x_i) ∈ E", the thesis's own kNN rule, §6.4), RBF weights exp(-d²/2σ²) with σ the median
 #    kNN distance on UCI sets; cosine kNN with cosine-similarity weights on the tf-idf text sets
 #    (TEXT_PARAMS: metric=cosine weight=similarity; datasets/text.py TFIDF pipeline version 2, as the
@@ -30,7 +30,7 @@
 #    [max(2, 0.2 %), 15 %], tf·log(n/df), unit rows; posts left empty dropped, since an empty row
 #    would be every document's cosine neighbour); figures.d/ch3-glp-text.md has the text cells;
 #  * every method's parameters chosen by 5-fold inner CV on the labelled points only
-#    (GLP_PARAMS: select=inner-cv, malt.selection; k from k_grid = 10,5,20,3 and each method's own
+#    (GLP_PARAMS: select=inner-cv, malt.numerics.selection; k from k_grid = 10,5,20,3 and each method's own
 #    <name>_grid at its defaults: α for lgc/lnp, γ for tikreg, walk length for gwem, embedding size
 #    and SVM C for ck (an RBF-kernel SVM, as the thesis), the local tangent dimension for ltsalp).
 #    select=inner-cv and this k_grid are settings of these targets, not the algorithms' defaults

@@ -20,7 +20,7 @@ FIGURES_ALL += table-icca-1 icca-synthetic
 # icca-table1.md. icca runs until split-R̂ < 1.05 and ESS ≥ 50 for its monitored
 # scalars (at most 1000 sweeps; diagnostics stored with each unit). PCA's and CCA's K by inner CV on
 # the training rows (the paper chose K on the test set). The paper's measures (overall accuracy =
-# 1 − Hamming loss, AUC of the 0/1 decisions; malt/paper_metrics.py) differ from the standard
+# 1 − Hamming loss, AUC of the 0/1 decisions; malt/tasks/paper_metrics.py) differ from the standard
 # accuracy (Jaccard) and AUC (of scores): ICCA_METRICS lists both.
 table-icca-1: install
 	for d in yeast scene; do \

@@ -91,7 +91,7 @@ figure-pcsa-4: install
 	mkdir -p $(FIGOUT)
 	for d in frey-faces orl-faces; do $(CV) --algo pcsa --dataset $$d --task missing --missing 0.5 \
 	  --folds $(PCSA_RUNS) || exit 1; \
-	  MALT_DATA=$(FIGDATA) $(BIN)/python figures.d/scripts/pcsa_faces.py $$d $(FIGOUT)/figure-pcsa-4-$$d.png || exit 1; done
+	  MALT_DATA=$(FIGDATA) $(BIN)/python figures.d/scripts/pcsa_faces.py $(FIGREPO) $$d $(FIGOUT)/figure-pcsa-4-$$d.png || exit 1; done
 	$(call tables,figure-pcsa-4,--task missing --dataset frey-faces --dataset orl-faces --algo pcsa \
 	  --where complete_rows=0 --where missing=0.5 --metric correlation --metric mae)
 

@@ -274,6 +274,21 @@ def dataset(name: str, repo=None, labels: str | None = None):
     return open_dataset(name, store if store is not None and store.exists else None, labels)
 
 
+def split(dataset: str, task: str, fold: int = 0, *, repo=None, labels: str | None = None, **options):
+    """The split `malt cv` gives every algorithm for one ``fold`` of ``task`` on ``dataset`` (task
+    options as keywords, e.g. ``missing=0.5``): the training view and what is held out, as documented
+    per task in `malt.splits`. Deterministic from the data, the options and the fold."""
+    from malt.datasets.sources import open_source
+    from malt.tasks import get_task
+
+    store = repository(repo) if repo is not None else None
+    data, _ = open_source(dataset, store if store is not None and store.exists else None, labels=labels)
+    chosen = get_task(task)
+    opts = task_options(chosen, options)
+    chosen.check(data, opts)
+    return chosen.split(data, opts, fold)
+
+
 def expand(params: Mapping[str, Any]) -> list[dict]:
     """Every combination of a parameter mapping whose list values are sweeps (for experiment files)."""
     names = list(params)

@@ -1,4 +1,4 @@
-"""malt.eigenbasis: every method against the dense nm × nm computation it replaces (small matrices)."""
+"""malt.numerics.eigenbasis: every method against the dense nm × nm computation it replaces (small matrices)."""
 from __future__ import annotations
 
 import numpy as np

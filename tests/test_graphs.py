@@ -1,4 +1,4 @@
-"""The shared kNN-graph builder (malt.graphs): a hand-computed graph, every symmetrisation rule and
+"""The shared kNN-graph builder (malt.numerics.graphs): a hand-computed graph, every symmetrisation rule and
 metric against brute force, subset queries, the approximate search's recall, and the cache."""
 from __future__ import annotations
 

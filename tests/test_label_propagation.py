@@ -222,7 +222,7 @@ def test_graph_is_computed_once_per_context():
 
 
 def test_inner_cv_selects_by_the_error_on_labelled_points_only():
-    """select=inner-cv goes through malt.selection: the chosen (k, α) has the smallest error over
+    """select=inner-cv goes through malt.numerics.selection: the chosen (k, α) has the smallest error over
     stratified inner folds of the *labelled* points, recomputed here by hand; the split the task
     hands over carries no label of a test or unlabelled point, so none can leak into the choice."""
     from malt.numerics.selection import inner_fold_ids

@@ -172,7 +172,7 @@ def test_logistic_path_warm_starts_reach_the_cold_fits():
 
 
 def test_inner_cv_choice_of_C_is_the_brute_force_choice():
-    """select_on_path + malt.selection against a hand-written inner CV: same folds (the run's rng), one cold
+    """select_on_path + malt.numerics.selection against a hand-written inner CV: same folds (the run's rng), one cold
     logistic regression per label, fold and C, mean held-out log-loss weighted by fold size."""
     from malt.numerics.selection import inner_fold_ids
 

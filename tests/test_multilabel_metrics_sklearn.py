@@ -1,4 +1,4 @@
-"""malt.metrics' multi-label measures against scikit-learn's independent implementations."""
+"""malt.tasks.metrics' multi-label measures against scikit-learn's independent implementations."""
 from __future__ import annotations
 
 import numpy as np

@@ -182,7 +182,7 @@ def test_new_row_predicted_through_row_covariance_better_than_column_mean():
 
 
 def test_inner_cv_picks_from_the_grid():
-    """The shared selector (malt.selection) chooses σ² and λ from the declared grids, which are in units
+    """The shared selector (malt.numerics.selection) chooses σ² and λ from the declared grids, which are in units
     of the data's null edge (absolute λ = lam · edge / σ²; KPMF's σ² = sigma2 · edge); the tuned fit
     beats column means."""
     Y, G = _planted_graph_model(30, 20, seed=2)

@@ -1,4 +1,4 @@
-"""Rai & Daumé's Table 1 measures (malt/paper_metrics.py) on a case computed by hand, and against
+"""Rai & Daumé's Table 1 measures (malt/tasks/paper_metrics.py) on a case computed by hand, and against
 scikit-learn where a definition coincides with one of its functions."""
 from __future__ import annotations
 

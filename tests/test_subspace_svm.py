@@ -113,7 +113,7 @@ def test_subspace_baselines_predict_toy_labels(name):
     assert pred.scores.shape == Yte.shape
     assert np.mean(pred.labels == Yte) > 0.85
     assert pred.diagnostics["K"] >= 1
-    # K chosen by malt.selection's inner CV, reported in its vocabulary
+    # K chosen by malt.numerics.selection's inner CV, reported in its vocabulary
     assert pred.diagnostics["selected"] == {"k": pred.diagnostics["K"]}
     assert pred.diagnostics["inner_cv_candidates"] == len({min(k, 3 if name == "cca" else 8)
                                                             for k in algo.Params().k_grid})

@@ -347,7 +347,7 @@ def test_mustlink_kernel_with_every_label_separates_the_classes(corpus):
 
 
 def test_inner_cv_chooses_the_kernel_strength_and_reports_it(corpus):
-    """select=inner-cv through malt/selection.py: the chosen (γ, c) come from the grids, are reported,
+    """select=inner-cv through malt/numerics/selection.py: the chosen (γ, c) come from the grids, are reported,
     and the final fit with them equals a run with those values given (same seed after selection aside,
     the perplexities are finite and the selection is deterministic)."""
     p = GPTM.Params(kernel="knn", select="inner-cv", inner_folds=2, gamma_grid=(1.0, 0.01), c_grid=(0.1,),

@@ -1,7 +1,7 @@
 """Registered semi-supervised algorithms: thin wrappers over `methods` on a cached kNN graph.
 
-All share the graph parameters (k, metric, weight, width, symmetrize, scale: one `malt.graphs`
-spec, one cached graph per dataset) and the selection vocabulary of `malt.selection` (select,
+All share the graph parameters (k, metric, weight, width, symmetrize, scale: one `malt.numerics.graphs`
+spec, one cached graph per dataset) and the selection vocabulary of `malt.numerics.selection` (select,
 inner_folds, k_grid and each method's ``<name>_grid``); multi-class prediction is one-vs-rest
 (argmax of the per-class scores).
 """
@@ -22,8 +22,8 @@ from . import methods as m
 from .methods import degrees, laplacian
 
 VERSION = "2"
-"""Version of every algorithm of the family: 2 = graphs from malt.graphs, multigrid-CG solves,
-selection through malt.selection."""
+"""Version of every algorithm of the family: 2 = graphs from malt.numerics.graphs, multigrid-CG solves,
+selection through malt.numerics.selection."""
 SOLVE_VERSION = "3"
 """Version of the methods whose systems are graph Laplacians (M-matrices) solved by multigrid CG from
 2000 rows: 3 = K-cycle multigrid in reverse Cuthill–McKee order, equal couplings tie-broken in the
@@ -53,9 +53,9 @@ class GraphParams(InnerCVParams):
 
 
 class _GraphAlgorithm(Algorithm):
-    """A method on the shared kNN graph of `malt.graphs`; with select=inner-cv, k and the method's
+    """A method on the shared kNN graph of `malt.numerics.graphs`; with select=inner-cv, k and the method's
     own ``*_grid`` parameters are chosen by stratified inner CV on the labelled points only
-    (`malt.selection`), as the thesis (§3.6) chose "parameter values … by cross-validation"."""
+    (`malt.numerics.selection`), as the thesis (§3.6) chose "parameter values … by cross-validation"."""
 
     tasks = frozenset({"semisupervised"})
     Params = GraphParams

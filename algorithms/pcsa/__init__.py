@@ -124,7 +124,7 @@ class ObservedFit:
 def observed_fit(rows, cols, x, shape, params, ctx, prior) -> ObservedFit:
     """`ObservedFit` at ``params``; with select='inner-cv' (ARD prior) ard_strength is first chosen from
     ``ard_strength_grid`` by the squared error (estimates clipped to the training range) on one holdout of
-    1/inner_folds of the entries, fitted on the rest (`malt.selection`). Cost: one fit per candidate on
+    1/inner_folds of the entries, fitted on the rest (`malt.numerics.selection`). Cost: one fit per candidate on
     (1 − 1/inner_folds) of the entries, plus the final fit."""
     if params.select != "inner-cv" or prior != "ard":
         return ObservedFit(rows, cols, x, shape, params, ctx, prior)

@@ -5,7 +5,7 @@ unit Gaussian latent columns, E ~ N(0, 1/τ). Priors (eq. 2): ARD Normal–Gamma
 Gamma(τ); or (§3.2) Normal–Jeffreys columns (variances α point-estimated). Mean-field posteriors
 (eqs. 3–4) are updated by coordinate ascent (eqs. 5–7). The coupled (Ȳ, Z̄) and (Ā, B̄) updates are
 the Stein/Sylvester equation of eq. (6), F − L F R = C, solved exactly in the eigenbases of L and R
-(a diagonal division: ``malt.eigenbasis.KroneckerEigenbasis.solve_stein`` with the low-rank projection
+(a diagonal division: ``malt.numerics.eigenbasis.KroneckerEigenbasis.solve_stein`` with the low-rank projection
 as an ``Eigenbasis.gram`` factor and the small d × d one as an ``Eigenbasis.pencil``); missing entries are refilled with
 the posterior mean A Ȳ + Z̄ᵀB̄ᵀ each iteration (§3.1), which also maximises the bound.
 """

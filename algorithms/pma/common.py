@@ -1,5 +1,5 @@
 """Pieces shared by the PMA family: kernel parameters, K1 from the run context (features scaled with
-an explicit choice of statistics), K2 estimates, eigenbases (`malt.eigenbasis`), and the batched
+an explicit choice of statistics), K2 estimates, eigenbases (`malt.numerics.eigenbasis`), and the batched
 Gaussian conditional of the missing entries of each row.
 
 Notation (dissertation ch. 5): X (n × m) = F + G, columns of F ~ N(0, K1), rows of G ~ N(0, K2),
@@ -132,7 +132,7 @@ def check_kernel(K, size: int, name: str) -> np.ndarray:
 def pd_eigh(K: np.ndarray, name: str, floor_rel: float = 1e-12, single: bool = False) -> Eigenbasis:
     """Eigenbasis of a symmetric kernel (eigenvalues floored at a tiny relative level); DataError when
     the kernel is clearly not positive semidefinite. ``single``: decomposed in single precision. See
-    `malt.eigenbasis.Eigenbasis.symmetric`."""
+    `malt.numerics.eigenbasis.Eigenbasis.symmetric`."""
     return Eigenbasis.symmetric(K, floor_rel=floor_rel, name=name, single=single)
 
 

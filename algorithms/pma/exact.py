@@ -2,7 +2,7 @@
 LMC (K1 ⊗ K2) and single GPs over rows or columns (GPR-D1 / GPR-D2), dissertation §5.3.3.
 
 The hidden entries' posterior mean under vec X ~ N(0, Σ + σ²I) solves Λ_UU x_U = −Λ_UO x_O with the
-precision Λ diagonal in the kernels' eigenbasis (`malt.eigenbasis.KroneckerEigenbasis.conditional_mean`:
+precision Λ diagonal in the kernels' eigenbasis (`malt.numerics.eigenbasis.KroneckerEigenbasis.conditional_mean`:
 conjugate gradients on the hidden entries, preconditioned by the exact diagonal of Λ_UU), so nothing
 of size nm × nm is ever formed: O(nm(n + m)) per iteration, O(nm) memory beyond the kernels. The
 posterior means of the parts, E[F | X_O] = K1 Σ'⁻¹ X̃ and E[G | X_O] = Σ'⁻¹ X̃ K2, are elementwise in the

@@ -1,7 +1,7 @@
 """Gaussian process topic model (Agovic 2011, ch. 6): the rows of F (K × D) ~ GP(0, 𝒦) over documents,
 η_d ~ N(F e_d, Σ), words as in CTM. Variational EM with the CTM E-step (Table 6.1) and the MAP F from
 the Sylvester equation Σ F + F 𝒦 = L 𝒦 (6.14), solved in the eigenbases of Σ and 𝒦
-(`malt.eigenbasis.KroneckerEigenbasis`; 𝒦 decomposed once, Σ once per EM iteration).
+(`malt.numerics.eigenbasis.KroneckerEigenbasis`; 𝒦 decomposed once, Σ once per EM iteration).
 """
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ def _make_pd(W: np.ndarray, c: float) -> np.ndarray:
 
 def knn_kernel(counts, k: int = 10, gamma: float = 1.0, sigma2: float = 1.0, c: float = 1.0) -> np.ndarray:
     """𝒦_NN (6.21): γ exp(-d_ij / 2σ²) on edges of the symmetrised (union) cosine kNN graph, c on the
-    diagonal. The graph is malt's one kNN builder (`malt.graphs`, weight 'exp'); (D, D) dense."""
+    diagonal. The graph is malt's one kNN builder (`malt.numerics.graphs`, weight 'exp'); (D, D) dense."""
     from malt.numerics import graphs
 
     n = counts.shape[0]

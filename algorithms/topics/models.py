@@ -207,7 +207,7 @@ def select_kernel_strength(split: TopicsSplit, params: GPTMParams, ctx, known: n
     §6.4): each candidate is fitted on the other inner folds and scored by the conditional perplexity
     (6.24) of the held-out inner fold — a distribution over documents, so candidates with different
     kernel scales compare fairly (the joint perplexity 6.23 includes the density of F_*, which grows
-    without bound as the kernel shrinks). Returns a `malt.selection.Selection`."""
+    without bound as the kernel shrinks). Returns a `malt.numerics.selection.Selection`."""
     ntr = split.docs_train.shape[0]
     ids = inner_fold_ids(ntr, params.inner_folds, ctx.rng, strata=split.labels_train)
     options = candidates(params, {"gamma": params.gamma_grid, "c": params.c_grid})
@@ -235,7 +235,7 @@ class GPTM(Algorithm):
     name = "gptm"
     tasks = frozenset({"topics"})
     Params = GPTMParams
-    version = "2"  # v2: the knn kernel's graph from malt.graphs (a tied 10th neighbour may be the other one)
+    version = "2"  # v2: the knn kernel's graph from malt.numerics.graphs (a tied 10th neighbour may be the other one)
 
     def run(self, split: TopicsSplit, params: GPTMParams, ctx) -> Prediction:
         known = None

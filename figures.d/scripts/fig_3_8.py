@@ -111,10 +111,10 @@ def fig_3_8(out: Path, labeled: int = 30, k: int = 10, seed: int = 0, draws: int
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from malt.datasets.catalogue import DataRoots, entry
+    import malt
 
-    ds = entry("wine").loader(DataRoots.default())
-    X, y = ds.components["X"], np.asarray(ds.components["y"])
+    ds = malt.dataset("wine")
+    X, y = ds["X"], np.asarray(ds["y"])
     lab = labelled_draw(y, labeled, seed)
     emb = embeddings(X, y, lab, k, scale, tangent_dim=tangent_dim)
     stats = {kind: (interval_error(emb[kind][0], y), [interval_error(emb[kind][1], y)]) for kind in KINDS}
@@ -173,7 +173,7 @@ def main(argv=None):
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tangent-dim", type=int, default=1, help="LTSA local tangent dimension (ltsalp's tangent_dim)")
-    ap.add_argument("--scale", default="none", help="feature scaling of the graph (malt.graphs.prepared: none, standardize)")
+    ap.add_argument("--scale", default="none", help="feature scaling of the graph (malt.numerics.graphs.prepared: none, standardize)")
     ap.add_argument("--draws", type=int, default=1, help="labelled draws for the semi-supervised statistic")
     a = ap.parse_args(argv)
     fig_3_8(a.out, a.labeled, a.k, a.seed, a.draws, a.tangent_dim, a.scale)

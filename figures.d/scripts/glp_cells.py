@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from malt.results.report import published
-from malt.results.result_set import ResultSet
+from malt.results import ResultSet
 
 PROTOCOLS = {"fold": (False, "fold", False), "unlabeled": (False, "unlabeled", False),
              "stratified": (True, "fold", False), "stratified-unlabeled": (True, "unlabeled", False),

@@ -29,7 +29,7 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from malt.results.result_set import ResultSet
+from malt.results import ResultSet
 
 PROTOCOLS = {"fold": (False, "fold"), "unlabeled": (False, "unlabeled"),
              "stratified": (True, "fold"), "stratified-unlabeled": (True, "unlabeled")}
@@ -65,23 +65,16 @@ def fold_values(f, dataset, labeled, method, params):
 
 def predicted_share(repos, f, dataset, labeled, method, params, minority) -> float | None:
     """Mean over the five folds of the share (%) of scored points predicted as class ``minority``."""
-    from malt.repository.store import Repository
-
     algo, _, p = method.partition("@")
     p = p or params
     display = algo if algo == "majority" or p == "none" else f"{algo}[{p}]"
     g = f[(f["dataset"] == dataset) & (f["labeled"] == labeled) & (f["display"] == display)]
     shares = []
     for experiment, folds in g.groupby("experiment")["fold"]:
-        for repo in repos:
-            files = Repository(repo).experiment(experiment)
-            try:
-                units, _, _ = files.read_log()
-            except Exception:
+        for results in repos:
+            if experiment not in results.specs:
                 continue
-            wanted = {k: u["predictions"] for k, u in units.items()
-                      if u.get("display") == display and u.get("predictions") and u.get("status") == "ok"}
-            for packed in files.read_predictions(wanted).values():
+            for _, packed in results.predictions(experiment, display):
                 shares.append(100 * float(np.mean(np.asarray(packed["labels"]) == minority)))
             break
     return float(np.mean(shares)) if len(shares) == 5 else None
@@ -137,20 +130,21 @@ def main(argv=None):
                 print(f"| {d} | {l} | {' '.join(f'{x:+.1f}' for x in r['diffs'])} | {r['mean']:+.1f} | "
                       f"{r['a_lower']} / {r['a_higher']} |")
     if a.predicted_share:
-        from malt.datasets.catalogue import DataRoots, entry
+        import malt
 
+        sets = [ResultSet.load(r) for r in a.repos]
         print("\nshare (%) of scored points predicted as the dataset's least frequent class "
               "(mean over folds; on a two-class set majority's error = that class's true share)\n")
         print("| dataset | l | minority class (n) | " + " | ".join(a.methods) + " | majority error |")
         print("|---|---:|---|" + "---:|" * (len(a.methods) + 1))
         for d in a.dataset:
-            y = np.asarray(entry(d).loader(DataRoots.default()).components["y"])
+            y = np.asarray(malt.dataset(d)["y"])
             counts = np.bincount(y)
             minority = int(np.argmin(counts))
             for l in a.labeled:
                 cells = []
                 for m in a.methods:
-                    sh = predicted_share(a.repos, f, d, l, m, a.params, minority)
+                    sh = predicted_share(sets, f, d, l, m, a.params, minority)
                     cells.append("–" if sh is None else f"{sh:.1f}")
                 mj = fold_values(f, d, l, "majority", a.params)
                 print(f"| {d} | {l} | {minority} ({counts[minority]} of {len(y)}) | " + " | ".join(cells) +

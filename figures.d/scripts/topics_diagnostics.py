@@ -49,21 +49,17 @@ def collect(repo_path, datasets=None, restarts=None):
     """{dataset: {label: {fold: record}}} of the ok units of every topics experiment, the CTM and GPTM
     ones at ``restarts`` EM starts (None: the most stored for the dataset); models without starts
     (unigram, gplvm) always."""
-    from malt.repository.store import Repository
+    import malt
 
-    repo = Repository(Path(repo_path)).check_readable()
+    results = malt.load(repo_path)
     found = collections.defaultdict(list)
-    for exp in repo.experiments():
-        spec = repo.read_spec(exp)
+    for exp, spec in results.specs.items():
         if spec.get("task", "topics") != "topics" and "topics" not in exp:
             continue
         name = spec.get("dataset_ref") or spec["dataset"]
         if datasets and name not in datasets:
             continue
-        units, _, _ = repo.experiment(exp).read_log()
-        for rec in units.values():
-            if rec.get("status") == "ok" and "fold" in rec:
-                found[name].append(rec)
+        found[name] += [rec for rec in results.records(exp) if "fold" in rec]
     out = collections.defaultdict(lambda: collections.defaultdict(dict))
     for name, records in found.items():
         starts = {r["params"].get("restarts", 1) for r in records if r["algorithm"] in ("ctm", "gptm")}

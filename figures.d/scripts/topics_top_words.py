@@ -16,19 +16,17 @@ SHOWN_PARAMS = ("kernel", "sigma", "topics", "gamma", "c")
 
 def top_word_tables(repo_path, dataset: str, fold: int = 0) -> str:
     """Markdown: for every ctm/gptm configuration run on ``dataset``, its topics in fold ``fold``."""
-    from malt.repository.store import Repository
+    import malt
 
-    repo = Repository(Path(repo_path)).check_readable()
+    results = malt.load(repo_path)
     out = []
-    for exp in repo.experiments():
-        spec = repo.read_spec(exp)
+    for exp, spec in results.specs.items():
         if dataset not in (spec["dataset"], spec.get("dataset_ref")) or spec["task"] != "topics":
             continue
-        units, _, _ = repo.experiment(exp).read_log()
-        for rec in sorted(units.values(), key=lambda r: (r["algorithm"], str(r["params"]))):
+        for rec in sorted(results.records(exp), key=lambda r: (r["algorithm"], str(r["params"]))):
             diagnostics = rec.get("diagnostics") or {}
             words = diagnostics.get("top_words")
-            if rec["fold"] != fold or rec["status"] != "ok" or not words:
+            if rec["fold"] != fold or not words:
                 continue
             shown = {**rec["params"], **{k: diagnostics[k] for k in ("gamma", "c") if k in diagnostics}}
             opts = ", ".join(f"{k}={v}" for k, v in sorted(shown.items()) if k in SHOWN_PARAMS)

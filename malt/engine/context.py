@@ -149,7 +149,7 @@ class Context:
             exclude_self: bool = True):
         """The k nearest rows of ``among`` for each row of ``query`` (dataset row indices), the features
         scaled with the statistics of ``among`` (the candidates are the training rows: a query row's
-        own values never move the scale); the search is malt's one kNN builder, `malt.graphs`.
+        own values never move the scale); the search is malt's one kNN builder, `malt.numerics.graphs`.
 
         Returns (indices (len(query), k) into dataset rows, distances). A query row that is also in
         ``among`` does not count as its own neighbour when ``exclude_self``.

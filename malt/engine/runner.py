@@ -70,7 +70,7 @@ class Plan:
     """What an experiment asks for: algorithms with parameter settings, over a task's folds."""
 
     dataset: object
-    source: dict  # where the data came from (see malt.sources)
+    source: dict  # where the data came from (see malt.datasets.sources)
     task: Task
     options: Params
     entries: list[tuple[type[registry.Algorithm], Params]] = field(default_factory=list)

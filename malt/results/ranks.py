@@ -2,7 +2,7 @@
 
 Experiments with the same task and the same task options on different datasets form a group; for
 every metric of a group the fold means give a datasets × algorithm-settings table, and
-``malt.stats.Friedman`` ranks it (Demšar 2006, §3.2.2). An algorithm setting missing on one of the
+``malt.results.stats.Friedman`` ranks it (Demšar 2006, §3.2.2). An algorithm setting missing on one of the
 datasets cannot be ranked there and is left out of that comparison (the caption names it).
 """
 from __future__ import annotations

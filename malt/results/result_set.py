@@ -25,8 +25,11 @@ from malt.results.describe import DIAGNOSTIC_PREFIX
 class ResultSet:
     def __init__(self, frame: pd.DataFrame, specs: dict[str, dict] | None = None, failed: pd.DataFrame | None = None,
                  stale: int = 0, diagnostics: pd.DataFrame | None = None, completeness: pd.DataFrame | None = None,
-                 sessions: dict[str, list] | None = None, rescore_stale: int = 0, problems: list | None = None):
+                 sessions: dict[str, list] | None = None, rescore_stale: int = 0, problems: list | None = None,
+                 records: list[dict] | None = None, stores: dict[str, Path] | None = None):
         self.frame = frame
+        self._records = records or []  # the stored record of each unit in the table
+        self.stores = stores or {}  # experiment -> the repository folder it was read from
         self._diagnostics = diagnostics if diagnostics is not None else pd.DataFrame()
         self.specs = specs or {}
         self.failed = failed if failed is not None else pd.DataFrame()
@@ -114,7 +117,8 @@ class ResultSet:
         frame = _frame(units_kept, row_unit, row_metric, row_value)
         return cls(frame, specs, pd.DataFrame(failed), stale, _LazyDiagnostics(units_kept), pd.DataFrame(
             completeness, columns=["experiment", "display", "algorithm", "planned", "done", "failed"]),
-            sessions, rescore_stale, problems)
+            sessions, rescore_stale, problems, [dict(u["_record"], experiment=u["experiment"]) for u in units_kept],
+            {exp: repo.path for exp in specs})
 
     @classmethod
     def load(cls, path: str | Path) -> "ResultSet":
@@ -137,7 +141,8 @@ class ResultSet:
                    pd.concat([s.diagnostics for s in sets], ignore_index=True),
                    pd.concat([s.completeness for s in sets], ignore_index=True),
                    {k: v for s in sets for k, v in s.sessions.items()}, sum(s.rescore_stale for s in sets),
-                   [p for s in sets for p in s.problems])
+                   [p for s in sets for p in s.problems], [r for s in sets for r in s._records],
+                   {k: v for s in sets for k, v in s.stores.items()})
 
     @property
     def diagnostics(self) -> pd.DataFrame:
@@ -226,7 +231,8 @@ class ResultSet:
         units = self.frame.drop(columns=["metric", "value"]).drop_duplicates(keys)
         frame = d.merge(units, on=keys, how="inner")[[*units.columns, "metric", "value"]]
         return ResultSet(frame.reset_index(drop=True), self.specs, self.failed, self.stale, self._diagnostics,
-                         self.completeness, self.sessions, self.rescore_stale, self.problems)
+                         self.completeness, self.sessions, self.rescore_stale, self.problems, self._records,
+                         self.stores)
 
     def table(self, fmt: str = "markdown", metrics: list[str] | None = None) -> str:
         """Every table `malt table` would print (markdown, latex or html)."""
@@ -239,6 +245,25 @@ class ResultSet:
         from malt.results.plotting import plot_all
 
         return [path for item in plot_all(self, out, metrics=metrics, formats=tuple(formats)) for path in item.paths]
+
+    def records(self, experiment: str | None = None) -> list[dict]:
+        """The stored record of every unit in the table (of one ``experiment``), each a dict with its
+        ``experiment``, ``algorithm``, ``display``, ``params``, ``fold``, ``metrics``, ``diagnostics``
+        (non-numeric ones too, such as a topic model's top words), ``seed`` and ``version``."""
+        return [r for r in self._records if experiment is None or r["experiment"] == experiment]
+
+    def predictions(self, experiment: str, display: str | None = None) -> list[tuple[dict, dict]]:
+        """(record, stored test-prediction arrays) of every unit of ``experiment`` in the table (of one
+        ``display``), read from the repository the experiment came from; units whose predictions
+        are damaged are left out (``problems`` says which)."""
+        from malt.repository.store import Repository
+
+        chosen = [r for r in self.records(experiment) if display is None or r.get("display") == display]
+        wanted = {r["unit"]: r["predictions"] for r in chosen if r.get("predictions") and r.get("unit")}
+        if not wanted:
+            return []
+        found = Repository(self.stores[experiment]).experiment(experiment).read_predictions(wanted, self.problems)
+        return [(r, found[r["unit"]]) for r in chosen if r.get("unit") in found]
 
     def provenance(self, experiment: str) -> list[dict]:
         """The run sessions of an experiment: code revision, library versions, host, times."""

@@ -5,7 +5,7 @@ dissertation's Tables 4.2–4.5); a family sweeping a setting gives one table pe
 settings × setting values, as Tables 4.6 and 5.1). In each row (single) or column (sweep) the best
 mean is bold, respecting whether lower or higher is better, and every other method whose per-fold
 values are not significantly different from the best's is marked with a dagger. The test is one
-valid for CV results (``malt.stats``: Nadeau & Bengio's corrected resampled t-test, or a Wilcoxon
+valid for CV results (``malt.results.stats``: Nadeau & Bengio's corrected resampled t-test, or a Wilcoxon
 signed-rank test over runs on a fixed split); below its minimum number of folds no mark is drawn and
 the caption says so. A cell with fewer folds than its experiment plans shows 'n/N'; a single fold
 shows no ±.
@@ -169,7 +169,7 @@ def _html_td(cell: Cell | None) -> str:
 
 # ---- statistics ----------------------------------------------------------------------------------
 def fold_policy(rs, experiment: str) -> FoldTestPolicy:
-    """The paired test an experiment's protocol admits (malt.stats.FoldTestPolicy)."""
+    """The paired test an experiment's protocol admits (malt.results.stats.FoldTestPolicy)."""
     spec = rs.specs.get(experiment) or {}
     return FoldTestPolicy.for_protocol(test_train_ratio(spec.get("task", ""), spec.get("task_params") or {}))
 

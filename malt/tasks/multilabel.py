@@ -63,7 +63,7 @@ class MultilabelTask(Task):
                            "them as 1)"),
         Metric("auc", "Macro AUC", "higher", True,
                conventions="labels without both classes in the fold are left out; tied scores get average ranks"),
-        # Rai & Daumé 2009, Table 1, as its numbers read (see malt.paper_metrics)
+        # Rai & Daumé 2009, Table 1, as its numbers read (see malt.tasks.paper_metrics)
         Metric("rd_accuracy", "Overall accuracy (Rai & Daumé)", "higher", True,
                conventions="fraction of (instance, label) entries decided correctly: 1 - Hamming loss"),
         Metric("rd_f1_macro", "Macro-F1 (Rai & Daumé)", "higher", True,

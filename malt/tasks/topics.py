@@ -47,7 +47,7 @@ class TopicsParams(Params):
 
 def embedding_error(Z_train, y_train, Z_test, y_test, C=1.0) -> float:
     """Test error of a linear SVM trained on train embeddings, standardised with the training rows'
-    statistics (malt.linalg's one scaler, as every inductive protocol)."""
+    statistics (malt.numerics.linalg's one scaler, as every inductive protocol)."""
     from sklearn.svm import LinearSVC
 
     from malt.numerics.linalg import standardize_train_test
@@ -76,7 +76,7 @@ class TopicsTask(Task):
                            "embeddings, tested on the held-out ones; NaN with fewer than two classes"),
         Metric("coherence", "Topic coherence (NPMI)", "higher",
                conventions="mean over topics of the mean NPMI of its top-word pairs, document co-occurrence in "
-                           "the training documents (malt.metrics.npmi_coherence); a pair never seen together "
+                           "the training documents (malt.tasks.metrics.npmi_coherence); a pair never seen together "
                            "scores -1"),
     )
 

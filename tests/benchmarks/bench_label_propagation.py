@@ -1,6 +1,6 @@
 """Benchmark: GF and LGC against scikit-learn's LabelPropagation / LabelSpreading on the same
 sparse kNN graph (synthetic swiss roll, 4 classes, 50 labelled points, k = 10, RBF weights,
-union-symmetrised; malt.graphs).
+union-symmetrised; malt.numerics.graphs).
 
 Fairness:
   * scikit-learn gets the graph in its best form: our sparse CSR matrix through a callable kernel
