@@ -541,7 +541,7 @@ def plot_bars(rs, family: Family, metric: str, error: str = "std"):
     summary = summary.set_index("display").loc[order].reset_index()
     labels = legend_labels(rs, order)
     styles = _line_styles(rs, summary)
-    reference = summary["algorithm"].map(is_reference).to_numpy(dtype=bool)
+    reference = np.array([is_reference(a) for a in summary["algorithm"]], dtype=bool)
     if reference.all():
         reference[:] = False
     models, refs = summary[~reference], summary[reference]

@@ -178,6 +178,14 @@ def _sessions(rs, experiments) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SESSION_COLUMNS)
 
 
+def _natural_order(family) -> tuple:
+    """Families by task, dataset and setting, then by their options with numbers in numeric order
+    (seed=2 before seed=10), as the navigation lists them."""
+    text = family.subtitle()
+    return (family.task, family.dataset, family.setting or "",
+            [(0, float(t), "") if re.fullmatch(r"\d+(\.\d+)?", t) else (1, 0.0, t) for t in re.split(r"(\d+(?:\.\d+)?)", text)])
+
+
 def _stacked(tables: list, family) -> list:
     """A swept family's per-metric tables as one table (rows: metric · setting), so a page shows
     one table per family, not one per metric; a single table is returned as it is."""
@@ -245,15 +253,17 @@ def _anchor(text: str, taken: set) -> str:
 
 
 def write_report(rs, out: str | Path = "report", *, source: str = "", error: str = "std",
-                 metrics: list[str] | None = None) -> tuple[Path, Path]:
-    """Write ``out/report.md``, a self-contained ``out/report.html`` and the figures in ``out/figures``;
-    return both page paths."""
+                 metrics: list[str] | None = None, formats: tuple[str, ...] = ("png", "pdf")) -> tuple[Path, Path]:
+    """Write ``out/report.md``, a self-contained ``out/report.html`` and the figures in ``out/figures``
+    (in ``formats``; the page embeds the PNG); return both page paths."""
     from malt.results.cd_diagram import plot_across_datasets
     from malt.results.ranks import comparisons
 
     out = Path(out)
     figures_dir = out / "figures"
-    outputs = plot_all(rs, figures_dir, error=error, metrics=metrics, formats=("png", "pdf"))
+    if "png" not in formats:
+        raise ValueError("the report embeds PNG figures: formats must include 'png'")
+    outputs = plot_all(rs, figures_dir, error=error, metrics=metrics, formats=tuple(formats))
     figures_by_family: dict[str, list] = {}
     for item in outputs:
         figures_by_family.setdefault(item.family.slug(), []).append(item)
@@ -272,10 +282,10 @@ def write_report(rs, out: str | Path = "report", *, source: str = "", error: str
     about.add("simple", "Software", _environment())
     sections = [about]
     reference = published()
-    for family in families(rs):
+    for family in sorted(families(rs), key=_natural_order):
         slug = family.slug()
-        heading = family.title() + (f" — by {family.setting}" if family.swept else "")
         sub = family.subtitle()
+        heading = family.title() + (f" — by {family.setting}" if family.swept else "") + (f" ({sub})" if sub else "")
         section = Section(_anchor(slug, taken), family.task, family.dataset,
                           (f"by {family.setting}" if family.swept else "single experiment") + (f" ({sub})" if sub else ""))
         section.heading = heading
@@ -290,8 +300,9 @@ def write_report(rs, out: str | Path = "report", *, source: str = "", error: str
             what = metric_label(item.metric, family.fixed, task=family.task)
             if item.parameter_sweep:
                 what += f" over {item.parameter_sweep}"
-            section.add("img", item.paths[0], out, f"{heading}: {what}", what)
-        compared = comparison(rs, set(family.experiments), reference)
+            section.add("img", next(p for p in item.paths if p.suffix == ".png"), out, f"{heading}: {what}", what)
+        compared = comparison(rs, set(family.experiments),
+                              reference[(reference["dataset"] == family.dataset) & (reference["task"] == family.task)])
         if not compared.empty:
             for src, group in compared.groupby("source", sort=True):
                 view = group.drop(columns=["source", "dataset"]).copy()
@@ -481,12 +492,19 @@ SCRIPT = r"""
     });
     table.parentNode.insertBefore(filter, table);
   });
-  var zoom = document.getElementById("zoom"), zoomed = zoom.querySelector("img");
-  function closeZoom() { zoom.hidden = true; zoomed.removeAttribute("src"); }
+  var zoom = document.getElementById("zoom");
+  function closeZoom() { zoom.hidden = true; zoom.textContent = ""; }
   document.querySelectorAll("main figure img").forEach(function (img) {
     img.tabIndex = 0;
     img.title = "Click to enlarge";
-    function open() { zoomed.src = img.src; zoomed.alt = img.alt; zoom.hidden = false; }
+    function open() {
+      var big = document.createElement("img");  // made on demand: the page's images are its figures only
+      big.src = img.src;
+      big.alt = img.alt;
+      zoom.textContent = "";
+      zoom.appendChild(big);
+      zoom.hidden = false;
+    }
     img.addEventListener("click", open);
     img.addEventListener("keydown", function (e) { if (e.key === "Enter") { e.preventDefault(); open(); } });
   });
@@ -530,10 +548,14 @@ PAGE_IMAGE_WIDTH = 1000
 """Widest figure the page embeds, in pixels (enough to enlarge a 3.5-inch figure to twice its size);
 the files in figures/ keep the full 200 dpi."""
 
+EMBED_BUDGET = 4_000_000
+"""Bytes of figures the page embeds; later figures are read from figures/ beside the page (a report
+of 50 experiments stays a page a browser opens at once)."""
+
 
 def _data_uri(path: Path) -> str:
     """The figure as an inline PNG for the page: at most PAGE_IMAGE_WIDTH wide and reduced to an
-    adaptive 256-colour palette (figures are a few flat colours on white), a fifth of the file's bytes."""
+    adaptive 64-colour palette (figures are a few flat colours on white), under a third of the file's bytes."""
     import base64
     import io
 
@@ -545,7 +567,7 @@ def _data_uri(path: Path) -> str:
             image = image.resize((PAGE_IMAGE_WIDTH, round(image.height * PAGE_IMAGE_WIDTH / image.width)),
                                  Image.Resampling.LANCZOS)
         buffer = io.BytesIO()
-        image.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
+        image.quantize(colors=64, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
             buffer, format="PNG", optimize=True)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
@@ -606,7 +628,22 @@ def _notes(sections: list[Section]) -> dict[str, int]:
     return notes
 
 
-def _block_html(block, notes: dict[str, int]) -> str:
+class _Embedder:
+    """Inline data URIs for the figures until EMBED_BUDGET bytes, then relative links to the files."""
+
+    def __init__(self, budget: int = EMBED_BUDGET):
+        self.left, self.linked = budget, 0
+
+    def src(self, path: Path, folder: Path) -> str:
+        if self.left > 0:
+            uri = _data_uri(path)
+            self.left -= len(uri)
+            return uri
+        self.linked += 1
+        return html.escape(os.path.relpath(path, folder))
+
+
+def _block_html(block, notes: dict[str, int], embed: _Embedder) -> str:
     kind = block[0]
     if kind == "p":
         text = html.escape(block[1])
@@ -624,22 +661,22 @@ def _block_html(block, notes: dict[str, int]) -> str:
         wide = " class='wide'" if str(path).endswith("_cd.png") else ""
         files = " · ".join(f"<a href='{html.escape(os.path.relpath(f, folder))}'>{f.suffix[1:].upper()}</a>"
                            for f in [Path(path), Path(path).with_name(Path(path).stem + ".pdf")] if f.exists())
-        return (f"<figure{wide}><img src='{_data_uri(path)}' alt='{html.escape(alt)}'>"
+        return (f"<figure{wide}><img src='{embed.src(path, folder)}' alt='{html.escape(alt)}' loading='lazy'>"
                 f"<figcaption>{html.escape(caption)} ({files})</figcaption></figure>")
     raise ValueError(kind)
 
 
-def _section_html(section: Section, notes: dict[str, int], open_: bool) -> str:
+def _section_html(section: Section, notes: dict[str, int], open_: bool, embed: _Embedder) -> str:
     heading = html.escape(getattr(section, "heading", section.title))
     main_blocks = [b for b in section.blocks if not (b[0] == "simple" and b[1].startswith("Provenance"))]
     provenance = [b for b in section.blocks if b not in main_blocks]
     parts = [f"<section id='{section.anchor}'><details class='section'{' open' if open_ else ''}>"
              f"<summary><h2>{heading}</h2></summary>"]
-    parts += [_block_html(b, notes) for b in main_blocks]
+    parts += [_block_html(b, notes, embed) for b in main_blocks]
     if provenance:
         parts.append(f"<details class='more'><summary>Provenance ({len(provenance)} tables: settings and versions, "
                      "experiments, run sessions)</summary>")
-        parts += [_block_html(b, notes) for b in provenance]
+        parts += [_block_html(b, notes, embed) for b in provenance]
         parts.append("</details>")
     if section.anchor == "about" and notes:
         parts.append("<p>How to read the result tables (each caption names its note):</p><ol class='notes'>"
@@ -655,8 +692,12 @@ def _html(sections: list[Section], title: str) -> str:
              "<link rel='icon' href='data:,'>",  # no favicon request, not even to the file share
              f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>",
              _nav(sections, title), "<main>"]
+    embed = _Embedder()
     for i, section in enumerate(sections):
-        parts.append(_section_html(section, notes, open_=len(sections) <= SECTIONS_OPEN or i <= 1))
-    parts.append("</main><div id='zoom' hidden role='dialog' aria-label='Enlarged figure'><img alt=''></div>")
+        parts.append(_section_html(section, notes, open_=len(sections) <= SECTIONS_OPEN or i <= 1, embed=embed))
+    if embed.linked:
+        parts.append(f"<p class='caption'>{embed.linked} figure(s) past the first {EMBED_BUDGET // 1_000_000} MB are "
+                     "read from the figures/ folder beside this page: keep the two together.</p>")
+    parts.append("</main><div id='zoom' hidden role='dialog' aria-label='Enlarged figure (click or Escape closes)'></div>")
     parts.append(f"<script>{SCRIPT}</script></body></html>\n")
     return "\n".join(parts)
