@@ -232,10 +232,16 @@ class ResultSet:
         d = d[d["experiment"] == experiment]
         stats = d.groupby(["diagnostic", "display"], sort=True)["value"].agg(
             mean="mean", std=lambda v: v.std(ddof=1) if len(v) > 1 else np.nan, n="count")
+        from malt.results.settings import display_order, setting_names
+
+        shown = [d for d in display_order(self, d["display"].unique()) if d in set(self.frame["display"])]
+        names = setting_names(self, shown)
         cells: dict[str, dict] = {}
         for (name, display), row in stats.iterrows():
-            cells.setdefault(display, {})[name] = format_cell(row["mean"], row["std"], int(row["n"]), np.nan)
-        return pd.DataFrame(cells)
+            cells.setdefault(names.get(display, display), {})[name] = format_cell(row["mean"], row["std"],
+                                                                                   int(row["n"]), np.nan)
+        order = [names[d] for d in shown if names[d] in cells]
+        return pd.DataFrame(cells)[order + [c for c in cells if c not in order]]
 
     def diagnostic_view(self, names: list[str]) -> "ResultSet":
         """A ResultSet whose 'metrics' are these recorded diagnostics (``fit_seconds``,
