@@ -5,7 +5,7 @@ these functions, so the two never disagree).
     run = malt.cv(["bmr", "mlknn"], dataset="emotions", missing=0.3, repo="results")
     results = malt.load("results")
     results.frame                        # tidy DataFrame: one row per unit × metric
-    results.summary(by="algorithm")      # mean, std, folds done / planned
+    results.summary(by="algorithm")      # mean, std in each metric's unit, folds done / planned
     malt.rescore(repo="results")         # recompute metrics from stored predictions
 
 Errors are `malt.errors.MaltError` subclasses with the messages the CLI prints.

@@ -15,7 +15,7 @@ import click
 
 from malt.cli.data import register as register_data_commands
 from malt.cli.figures import register as register_figure_commands
-from malt.cli.options import open_repo, print_table, repo_option
+from malt.cli.options import open_repo, print_table, quiet_option, repo_option, run_options, wait_option
 from malt.errors import InvalidParameterError, MaltError
 
 
@@ -61,31 +61,49 @@ def _given_twice(name: str, first: str, second: str, flag: str) -> str:
 @click.group(cls=MaltGroup)
 @click.version_option(package_name="malt")
 def main():
-    """malt: cross-validated experiments on matrices whose rows and columns depend on each other."""
+    """malt: cross-validated experiments on matrices whose rows and columns depend on each other.
+
+    Every command takes --repo PATH (default: ./results, or $MALT_REPO); `malt COMMAND --help`
+    describes one command and shows an example.
+
+    \b
+    Example (a first result):
+      malt cv --algo mllr --algo mlsvm --dataset synthetic-multilabel
+      malt results
+      malt show EXPERIMENT
+    """
 
 
 # ---- cv / run / rerun / rescore ---------------------------------------------------------------------
+def task_option_help(helps: dict[str, str]) -> str:
+    """The help of a task option flag from each declaring task's own words (task -> help): one text
+    when they agree, else each task's meaning after its name, so no task's words describe another's."""
+    texts = set(helps.values())
+    if len(texts) == 1:
+        return f"Task option ({', '.join(sorted(helps))}): {texts.pop()}."
+    return "Task option. " + "; ".join(f"{task}: {text}" for task, text in sorted(helps.items())) + "."
+
+
 def task_option_flags(func):
     """One --NAME flag per option any task declares (help from the declarations; the chosen task
     parses and validates the value)."""
     from malt.tasks import tasks
 
-    seen: dict[str, tuple[str, set]] = {}
+    helps: dict[str, dict[str, str]] = {}
+    flags: set[str] = set()
     for task in tasks().values():
         for row in task.Params.describe():
-            help_text, owners = seen.setdefault(row["name"], (row["help"], set()))
-            owners.add(task.name)
+            helps.setdefault(row["name"], {})[task.name] = row["help"]
             if row["type"] == "bool":
-                seen[row["name"]] = (help_text, owners | {"bool"})
-    for name, (help_text, owners) in sorted(seen.items(), reverse=True):
+                flags.add(row["name"])
+    for name, by_task in sorted(helps.items(), reverse=True):
         flag = "--" + name.replace("_", "-")
-        tasks_text = ", ".join(sorted(owners - {"bool"}))
-        if "bool" in owners:
+        if name in flags:
             decorator = click.option(f"{flag}/--no-{name.replace('_', '-')}", f"opt_{name}", default=None,
-                                     help=f"Task option ({tasks_text}): {help_text}.")
+                                     help=task_option_help(by_task))
         else:
             decorator = click.option(flag, f"opt_{name}", metavar="VALUE", multiple=True,
-                                     help=f"Task option ({tasks_text}): {help_text}.")
+                                     help=task_option_help(by_task))
         func = decorator(func)
     return func
 
@@ -129,11 +147,7 @@ def _report(run, quiet: bool) -> None:
 @click.option("--param", "params", multiple=True, help="Algorithm parameter name=value; a,b,c sweeps "
                                                        "(a list-valued parameter: x=1,2;3,4 sweeps two lists).")
 @click.option("--labels", help="For a file path dataset: MULAN XML file or number of label columns.")
-@click.option("--jobs", type=int, default=1, show_default=True, help="Local worker processes.")
-@click.option("--threads", type=int, help="BLAS threads per unit (default: idle cores shared by the jobs).")
-@click.option("--scheduler", help="Dask scheduler address tcp://HOST:PORT.")
-@click.option("--wait", is_flag=True, help="Wait for a lock held by another malt instead of failing.")
-@click.option("--quiet", is_flag=True, help="Print only errors and the experiment id.")
+@run_options
 @click.option("--no-cache", "no_cache", is_flag=True,
               help="Share no neighbour graphs or eigenbases between units, so each unit's recorded seconds are its "
                    "whole cost (timing studies).")
@@ -141,7 +155,18 @@ def _report(run, quiet: bool) -> None:
 @repo_option
 def cv(algo_names, dataset_ref, task_name, task_params, params, labels, jobs, threads, scheduler, wait, quiet,
        no_cache, repo_path, **flags):
-    """Cross-validate algorithms on a dataset; stored units are never recomputed."""
+    """Cross-validate algorithms on a dataset; stored units are never recomputed.
+
+    Prints the experiment id on stdout (progress goes to stderr). Running it again with another
+    --algo adds that algorithm to the same experiment; nothing already stored reruns. Task options
+    (`malt tasks` lists them) are flags: --missing 0.3, --folds 10, ...
+
+    \b
+    Examples:
+      malt cv --algo mllr --algo mlsvm --dataset synthetic-multilabel
+      malt cv --algo column-mean --dataset emotions --task missing --missing 0.2
+      malt cv --algo mllr --dataset emotions --param select=none --param C=0.1,1,10
+    """
     from malt import api
 
     options = _task_flags(flags, _assignments(task_params, "--task-param"))
@@ -153,17 +178,31 @@ def cv(algo_names, dataset_ref, task_name, task_params, params, labels, jobs, th
         sys.exit(1)
 
 
+def _file_format_help(func):
+    from malt.cli.experiment_files import FORMAT
+
+    func.__doc__ = func.__doc__.replace("FORMAT", FORMAT.replace("\n", "\n    "))
+    return func
+
+
 @main.command("run")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--jobs", type=int, default=1, show_default=True)
-@click.option("--threads", type=int)
-@click.option("--scheduler")
-@click.option("--wait", is_flag=True)
-@click.option("--quiet", is_flag=True)
+@run_options
 @click.option("--repo", "repo_path", type=click.Path(path_type=Path), envvar="MALT_REPO",
-              help="Repository folder (default: the file's `repo`, else ./results).")
+              help="Repository folder (default: the file's `repo`, else ./results, or $MALT_REPO).")
+@_file_format_help
 def run_file(file, jobs, threads, scheduler, wait, quiet, repo_path):
-    """Run every experiment an experiment file (TOML) describes; prints the experiment ids."""
+    """Run every experiment an experiment file (TOML) describes; prints the experiment ids.
+
+    Every block is checked before anything runs; each experiment then runs through the same engine
+    as `malt cv`, so a second `malt run FILE` only computes what is missing.
+
+    FORMAT
+
+    \b
+    Example (examples/experiments.toml in the source tree):
+      malt run examples/experiments.toml
+    """
     from malt.cli.experiment_files import run_experiment_file
 
     failed = 0
@@ -178,14 +217,16 @@ def run_file(file, jobs, threads, scheduler, wait, quiet, repo_path):
 @main.command()
 @click.option("--experiment", "experiment_ids", multiple=True, help="Experiment id (default: all).")
 @click.option("--algo", "algo_names", multiple=True, help="Recompute every unit of these algorithms.")
-@click.option("--jobs", type=int, default=1, show_default=True)
-@click.option("--threads", type=int, help="BLAS threads per unit.")
-@click.option("--scheduler", help="Dask scheduler address tcp://HOST:PORT.")
-@click.option("--wait", is_flag=True, help="Wait for a lock held by another malt instead of failing.")
-@click.option("--quiet", is_flag=True)
+@run_options
 @repo_option
 def rerun(experiment_ids, algo_names, jobs, threads, scheduler, wait, quiet, repo_path):
-    """Finish what an interruption left (and retry failed units); with --algo, recompute those."""
+    """Finish what an interruption left (and retry failed units); with --algo, recompute those.
+
+    \b
+    Examples:
+      malt rerun
+      malt rerun --algo mllr --experiment EXPERIMENT
+    """
     from malt import api
 
     broken = []
@@ -209,10 +250,15 @@ def rerun(experiment_ids, algo_names, jobs, threads, scheduler, wait, quiet, rep
 @main.command()
 @click.option("--experiment", "experiment_ids", multiple=True, help="Experiment id (default: all).")
 @click.option("--metric", "metrics", multiple=True, help="Only these metrics (default: every declared metric).")
-@click.option("--wait", is_flag=True)
+@wait_option
 @repo_option
 def rescore(experiment_ids, metrics, wait, repo_path):
-    """Recompute metrics from stored predictions (no model is refit)."""
+    """Recompute metrics from stored predictions (no model is refit).
+
+    \b
+    Example:
+      malt rescore --metric one_error
+    """
     from malt import api
 
     broken = []
@@ -235,10 +281,15 @@ def rescore(experiment_ids, metrics, wait, repo_path):
 
 @main.command()
 @click.option("--experiment", "experiment_id", help="Only this experiment (default: the whole repository).")
-@click.option("--wait", is_flag=True)
+@wait_option
 @repo_option
 def repair(experiment_id, wait, repo_path):
-    """Check every stored file; drop damaged parts (then `malt rerun` recomputes what they held)."""
+    """Check every stored file; drop damaged parts (then `malt rerun` recomputes what they held).
+
+    \b
+    Example:
+      malt repair && malt rerun
+    """
     from malt.engine.repair import repair as run_repair
 
     repo = open_repo(repo_path).check_readable()
@@ -253,7 +304,12 @@ def repair(experiment_id, wait, repo_path):
 @main.command()
 @repo_option
 def results(repo_path):
-    """Experiments in the repository with their algorithms and completeness."""
+    """Experiments in the repository with their algorithms and completeness.
+
+    \b
+    Example:
+      malt results --repo demo-results
+    """
     from malt.results.result_set import ResultSet
 
     repo = open_repo(repo_path).check_readable()
@@ -284,7 +340,8 @@ def results(repo_path):
 
 @main.command()
 @click.argument("experiment_id")
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True,
+              help="An aligned table for reading, or CSV / JSON records for scripts.")
 @click.option("--raw", is_flag=True, help="The tidy per-fold table instead of the summary.")
 @click.option("--diagnostics", is_flag=True,
               help="What the runs learned about themselves (iterations, final bound, inferred dimensions, "
@@ -293,7 +350,16 @@ def results(repo_path):
 @click.option("--provenance", is_flag=True, help="Code revision, library versions, host and times of each run.")
 @repo_option
 def show(experiment_id, fmt, raw, diagnostics, show_failed, provenance, repo_path):
-    """Mean ± std per algorithm and metric of one experiment (with the folds each rests on)."""
+    """Mean ± std per algorithm and metric of one experiment (with the folds each rests on).
+
+    Percent metrics are shown in percent (the metric's unit says so), as everywhere in malt.
+
+    \b
+    Examples:
+      malt show EXPERIMENT
+      malt show EXPERIMENT --format csv --raw
+      malt show EXPERIMENT --failed
+    """
     from malt.results.result_set import ResultSet
 
     repo = open_repo(repo_path).check_readable()

@@ -1,17 +1,8 @@
-"""Experiment files: a grid of datasets × algorithms × parameters × task options in one TOML file.
-
-    repo = "results"                 # optional (the command's --repo wins)
-
-    [[experiment]]
-    datasets = ["emotions", "scene"]
-    algorithms = ["bmr", "mlknn"]
-    task = "multilabel"              # optional: inferred as by `malt cv`
-    options = { missing = [0.1, 0.3] }   # task options; a list sweeps (one experiment per value)
-    params = { k = [5, 10] }             # algorithm parameters; a list sweeps (settings of one experiment)
+"""Experiment files: a grid of datasets × algorithms × parameters × task options in one TOML file
+(the format is ``FORMAT`` below, which `malt run --help` prints).
 
 Each block runs every dataset × option combination through `malt.cv` — the same engine, store and
 experiment ids as the command line — so `malt run FILE` is incremental and resumable like `malt cv`.
-A list-valued parameter is written as a string ("5,10,20") or, to sweep lists, a list of strings.
 """
 from __future__ import annotations
 
@@ -19,6 +10,21 @@ import sys
 from pathlib import Path
 
 from malt.errors import InvalidParameterError
+
+FORMAT = """\b
+The file (TOML) holds [[experiment]] blocks:
+  repo = "results"                    # optional (--repo wins)
+  [[experiment]]
+  datasets = ["emotions", "scene"]    # named, imported, or file paths
+  algorithms = ["mllr", "mlknn"]
+  task = "multilabel"                 # optional: inferred as by `malt cv`
+  options = { missing = [0.1, 0.3] }  # task options; a list: one experiment each
+  params = { k = [5, 10] }            # algorithm parameters; a list: a sweep
+  labels = "6"                        # a data file's MULAN XML or label count
+
+Keys: datasets (or dataset), algorithms (or algorithm), task, options, params, labels. Every
+dataset × option value is one experiment. A list-valued parameter is written as a string
+("5,10,20") or, to sweep lists, a list of strings."""
 
 KEYS = {"datasets", "dataset", "algorithms", "algorithm", "task", "options", "params", "labels"}
 

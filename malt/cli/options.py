@@ -1,5 +1,5 @@
-"""What every command shares: the --repo option, opening the repository it names, and a plain
-aligned table on stdout."""
+"""What the commands share: the --repo option and the options of every command that runs units
+(--jobs, --threads, --scheduler, --wait, --quiet), opening the repository, a plain aligned table."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,6 +8,24 @@ import click
 
 repo_option = click.option("--repo", "repo_path", type=click.Path(path_type=Path), envvar="MALT_REPO",
                            default=Path("results"), show_default=True, help="Repository folder (or $MALT_REPO).")
+
+
+jobs_option = click.option("--jobs", type=int, default=1, show_default=True,
+                           help="Units run in this many local worker processes.")
+threads_option = click.option("--threads", type=int,
+                              help="BLAS threads per unit (default: the idle cores, shared by the jobs).")
+scheduler_option = click.option("--scheduler", metavar="tcp://HOST:PORT",
+                                help="Run the units on this Dask scheduler instead (pip install 'malt[distributed]').")
+wait_option = click.option("--wait", is_flag=True,
+                           help="Wait for a lock another malt holds on the repository instead of failing at once.")
+quiet_option = click.option("--quiet", is_flag=True, help="Print only errors and the experiment id(s).")
+
+
+def run_options(func):
+    """--jobs, --threads, --scheduler, --wait and --quiet: how units are run (`cv`, `run`, `rerun`)."""
+    for decorator in reversed([jobs_option, threads_option, scheduler_option, wait_option, quiet_option]):
+        func = decorator(func)
+    return func
 
 
 def open_repo(path: Path):
