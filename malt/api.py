@@ -42,7 +42,13 @@ def repository(repo):
     """The `Repository` at ``repo`` (a path), or ``repo`` itself if it is one already."""
     from malt.repository.store import Repository
 
-    return repo if hasattr(repo, "experiment") else Repository(Path(repo))
+    if hasattr(repo, "experiment"):
+        return repo
+    if not str(repo).strip():
+        from malt.errors import RepositoryError
+
+        raise RepositoryError("The repository path is empty; pass the repository folder (for example repo=\"results\").")
+    return Repository(Path(repo))
 
 
 def _names(items) -> list[str]:
