@@ -67,6 +67,7 @@ def unpack_arrays(meta: list[dict], blob: memoryview) -> dict[str, np.ndarray]:
 def experiment_ids(root: Path) -> list[str]:
     """The experiments of the repository at ``root``: folders of experiments/ with a spec, no links."""
     folder = Path(root) / "experiments"
+    check_folder(root, folder)  # a link is refused, never listed through
     if not folder.is_dir():
         return []
     return sorted(entry.name for entry in os.scandir(folder)
@@ -188,6 +189,7 @@ class ExperimentWriter:
         self._units: AppendLog | None = None
         self._predictions: AppendLog | None = None
         self._last_sync = time.monotonic()
+        self._pending_spec: dict | None = None
         self._pending_session: dict | None = None
         self._written_sessions: set[str] = set()
 
@@ -199,8 +201,13 @@ class ExperimentWriter:
             setattr(self, attr, log)
         return getattr(self, attr)
 
-    def write_spec(self, spec: dict) -> None:
-        """Replace spec.json and keep a copy in the log (what `repair` restores from)."""
+    def write_spec(self, spec: dict, *, with_first_unit: bool = False) -> None:
+        """Replace spec.json and keep a copy in the log (what `repair` restores from).
+        ``with_first_unit``: only once a unit is committed (a run that fails before committing
+        anything, such as one whose cluster cannot be reached, leaves the experiment as it was)."""
+        if with_first_unit:
+            self._pending_spec = spec
+            return
         self._log(UNITS).append(encode({"type": "spec", "spec": spec, "time": time.time()}))
         self._log(UNITS).sync()
         atomic_write(self.files.root, self.files.folder / SPEC, seal(spec))
@@ -221,6 +228,9 @@ class ExperimentWriter:
 
     def commit(self, record: dict, arrays: dict[str, np.ndarray] | None) -> None:
         """Store one finished unit: its predictions first, then the record that makes it committed."""
+        if self._pending_spec is not None:
+            spec, self._pending_spec = self._pending_spec, None
+            self.write_spec(spec)
         if self._pending_session is not None:
             self._log(UNITS).append(encode(self._pending_session))
             self._written_sessions.add(self._pending_session["session"])

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from malt.errors import DataError, RepositoryError
 
-from .files import atomic_write, check_folder, check_no_links, ensure_dir, read_bytes, validate_name
+from .files import RefusedEntry, atomic_write, check_folder, check_no_links, ensure_dir, read_bytes, validate_name
 from .integrity import DamagedJSON, seal, unseal_json
 from .locks import FileLock
 
@@ -158,6 +158,8 @@ class DatasetStore:
         for path in sorted(objects.glob("*.h5")) if objects.is_dir() else []:
             try:
                 dataset = self.load(content_hash=path.stem)
+            except RefusedEntry:
+                raise  # a link or a FIFO is not damage: it is refused, as everywhere
             except (DataError, RepositoryError) as err:
                 problems.append(str(err))
                 continue

@@ -96,6 +96,13 @@ class Repository:
         if self.path.exists() and not self.path.is_dir():
             raise RepositoryError(f"{self.path} is a file, not a malt repository; pass --repo with a folder.")
         if for_repair and self.looks_like_a_repository():
+            try:
+                newer = self.format > FORMAT
+            except (FileNotFoundError, DamagedMarker):
+                return self  # what repair rebuilds
+            if newer:
+                raise RepositoryError(f"{self.path} was written by a newer malt (format {self.format}); upgrade "
+                                      "malt.")
             return self
         if not self.exists:
             if experiment_ids(self.path):
@@ -111,18 +118,9 @@ class Repository:
         return self
 
     def looks_like_a_repository(self) -> bool:
-        """The folder holds an experiment of malt's layout (``experiments/ID/spec.json``), whatever its
-        marker says: what lets `malt repair` rebuild a damaged or lost marker."""
-        try:
-            self.format
-        except FileNotFoundError:
-            pass
-        except RepositoryError:
-            return bool(experiment_ids(self.path)) or self.exists
-        else:
-            if self.exists:
-                return True
-        return bool(experiment_ids(self.path))
+        """The folder has a marker (perhaps damaged) or holds an experiment of malt's layout
+        (``experiments/ID/spec.json``): what lets `malt repair` rebuild a damaged or lost marker."""
+        return self.exists or bool(experiment_ids(self.path))
 
     def marker_problem(self) -> str | None:
         """Why the marker cannot be used (damaged, missing, not a regular file), or None."""

@@ -89,7 +89,12 @@ class Plan:
         for algo, params in self.entries:
             item = {"algorithm": algo.name, "version": algo.version, "params": params.changed(),
                     "key": params.key(), "display": params.display(algo.name)}
-            plan = [p for p in plan if (p["algorithm"], p.get("key")) != (algo.name, item["key"])] + [item]
+            same = [i for i, p in enumerate(plan) if (p["algorithm"], p.get("key")) == (algo.name, item["key"])]
+            if same:  # updated where it stands, so a spec that says the same is not rewritten
+                plan = [p for i, p in enumerate(plan) if i not in same[1:]]
+                plan[same[0]] = item
+            else:
+                plan.append(item)
         return {
             "format": 2,
             "experiment": self.experiment,
@@ -350,13 +355,13 @@ def _nothing_to_do(files, plan: Plan, force: set[str]) -> bool:
 def _execute(repo, files, writer, plan: Plan, counts: Counts, force, jobs, scheduler, quiet, threads, cache) -> None:
     previous = files.read_spec() if files.exists and not files.is_legacy else None
     spec = plan.spec(previous)
-    if not _same_spec(spec, previous):
-        writer.write_spec(spec)
     stored, _, _ = files.read_log()
     units = plan.units()
     counts.planned = len(units)
     todo = [u for u in units if u.algorithm in force or not _current(stored.get(u.key), u, plan.task)]
     counts.stored = counts.planned - len(todo)
+    if not _same_spec(spec, previous):  # with work to do, only once a unit is committed: a run that fails
+        writer.write_spec(spec, with_first_unit=bool(todo))  # before committing anything changes nothing
     if not todo:
         return
     if cache:
