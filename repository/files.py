@@ -129,34 +129,33 @@ def ensure_dir(root: Path, path: Path) -> Path:
     return path
 
 
+def _entry(root: Path, path: Path) -> os.stat_result | None:
+    """lstat of ``path`` (None if absent) after refusing a link on the way to it."""
+    check_no_links(root, path)
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise read_error(path, err) from None
+
+
 def check_file(root: Path, path: Path, *, single_link: bool = False) -> None:
     """Refuse a link on the way to ``path`` and anything but a regular file at ``path`` (if it exists);
     ``single_link``: also a file with other hard links (one malt will append to or truncate)."""
-    check_no_links(root, path)
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return
-    except OSError as err:
-        raise read_error(path, err) from None
-    if not stat.S_ISREG(info.st_mode):
+    info = _entry(root, path)
+    if info is not None and not stat.S_ISREG(info.st_mode):
         raise refused(path, describe_mode(info.st_mode))
-    if single_link and info.st_nlink > 1:
+    if info is not None and single_link and info.st_nlink > 1:
         raise hard_linked(path, info.st_nlink)
 
 
 def check_folder(root: Path, path: Path) -> None:
     """Refuse a link on the way to ``path`` and anything but a folder at ``path`` (if it exists)."""
-    check_no_links(root, path)
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return
-    except OSError as err:
-        raise read_error(path, err) from None
-    if not stat.S_ISDIR(mode):
-        raise RefusedEntry(f"{path} is {describe_mode(mode)} where the repository keeps a folder; remove it and "
-                           "try again.")
+    info = _entry(root, path)
+    if info is not None and not stat.S_ISDIR(info.st_mode):
+        raise RefusedEntry(f"{path} is {describe_mode(info.st_mode)} where the repository keeps a folder; remove it "
+                           "and try again.")
 
 
 def hard_linked(path, links: int) -> RefusedEntry:
