@@ -75,6 +75,21 @@ def migrate(repo, wait: bool = False, report=None) -> list[str]:
     return actions
 
 
+def inferred_format(repo) -> int:
+    """The store format a repository's contents say it has: 1 while first-format files are left to
+    migrate (migration skips what it already converted, so inferring 1 is always safe), else today's."""
+    from malt.repository.store import FORMAT
+
+    for exp in repo.experiments():
+        folder = repo.experiment(exp).folder
+        if not os.path.lexists(folder / "units.log") and (legacy.has_legacy(folder) or _legacy_spec(folder)):
+            return 1
+    datasets = repo.path / "datasets"
+    if datasets.is_dir() and not datasets.is_symlink() and any(p.suffix == ".h5" for p in datasets.iterdir()):
+        return 1
+    return FORMAT
+
+
 def check_layout(repo) -> None:
     """Refuse, before anything is migrated, a link or an entry of the wrong kind anywhere migration
     reads, moves or deletes (RefusedEntry names the first one)."""

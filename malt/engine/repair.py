@@ -19,9 +19,7 @@ the marker and the cache's temporary files are handled under the exclusive repos
 """
 from __future__ import annotations
 
-import os
-
-from malt.engine.migrate import migrate_if_needed
+from malt.engine.migrate import inferred_format, migrate_if_needed
 from malt.errors import MaltError
 from malt.repository.experiments import PREDICTIONS, UNITS, latest_valid_spec
 from malt.repository.records import read_log, torn_tail_note
@@ -40,23 +38,6 @@ def repair(repo, experiment: str | None = None, wait: bool = False) -> list[str]
         done, damaged = repo.datasets.verify()
         lines += done + [f"damaged imported dataset (not repairable here): {p}" for p in damaged]
     return lines
-
-
-def inferred_format(repo) -> int:
-    """The store format a repository's contents say it has: 1 while first-format files are left to
-    migrate (migration skips what it already converted, so inferring 1 is always safe), else today's."""
-    from malt.engine.migrate import _legacy_spec
-    from malt.repository import legacy
-    from malt.repository.store import FORMAT
-
-    for exp in repo.experiments():
-        folder = repo.experiment(exp).folder
-        if not os.path.lexists(folder / UNITS) and (legacy.has_legacy(folder) or _legacy_spec(folder)):
-            return 1
-    datasets = repo.path / "datasets"
-    if datasets.is_dir() and not datasets.is_symlink() and any(p.suffix == ".h5" for p in datasets.iterdir()):
-        return 1
-    return FORMAT
 
 
 def _rebuild_marker(repo, wait: bool) -> list[str]:
