@@ -39,6 +39,7 @@ class DatasetStore:
         return self.folder / "objects" / f"{content_hash}.h5"
 
     def names(self) -> list[str]:
+        check_folder(self.root, self.folder)  # a link is refused, never listed through
         if not self.folder.is_dir():
             return []
         found = {p.stem for p in self.folder.glob("*.json")} | {p.stem for p in self.folder.glob("*.h5")}
