@@ -31,7 +31,7 @@ from .files import (atomic_write, check_file, check_folder, check_no_links, ensu
                     validate_name)
 from .integrity import DamagedJSON, seal, unseal_json
 from .locks import FileLock
-from .records import AppendLog, encode, payload, read_log, reframed
+from .records import MAGIC_1, AppendLog, encode, payload, read_log, reframed
 
 SPEC, UNITS, PREDICTIONS, LOCK = "spec.json", "units.log", "predictions.log", ".lock"
 SYNC_SECONDS = 0.5
@@ -129,6 +129,9 @@ class ExperimentFiles:
         for offset in found.damaged:
             problems.append(f"{path}: damaged bytes at offset {offset} (the record there is lost; "
                             f"`malt repair --experiment {self.id}` cleans the log, `malt rerun` recomputes the unit)")
+        if legacy_tail(data, found):
+            problems.append(f"{path}: {LEGACY_TAIL} `malt repair --experiment {self.id}` drops it, `malt rerun` "
+                            "recomputes the unit")
         for record in found.records:
             header = record.header
             kind = header.get("type")
@@ -154,6 +157,8 @@ class ExperimentFiles:
         if found.damaged and problems is not None:
             problems.append(f"{path}: damaged bytes at {len(found.damaged)} place(s); the units whose predictions "
                             "were there need `malt rerun --algo NAME` to be rescored")
+        if legacy_tail(data, found) and problems is not None:
+            problems.append(f"{path}: {LEGACY_TAIL} `malt repair --experiment {self.id}` drops it")
         out = {}
         for record in found.records:
             header = record.header
@@ -318,6 +323,16 @@ def check_layout(root: Path, folder: Path) -> None:
     check_file(root, folder / SPEC)
     for name in (UNITS, PREDICTIONS, LOCK):
         check_file(root, folder / name, single_link=True)
+
+
+LEGACY_TAIL = ("its last record, written by an earlier malt (record framing 1, whose lengths carry no check), "
+               "runs past the end of the file: a write cut short, or damage to its lengths;")
+
+
+def legacy_tail(data: bytes, found) -> bool:
+    """The log ends in an incomplete record of framing 1. No writer of today appends one, so it is not
+    a write in flight: readers name it (framing 1 cannot tell a torn write from damaged lengths)."""
+    return found.torn_tail and data[found.end:found.end + 8] == MAGIC_1
 
 
 def latest_valid_spec(specs: list[dict], experiment_id: str) -> dict | None:

@@ -16,7 +16,9 @@ consecutive bits in the 16 bytes it covers, so every single-bit and single-byte 
 
 Framing 1 (``\x89MALTr\r\n``, the same fields without the length check) is still read; new
 records are always written in framing 2, and a compaction (or `malt repair`) rewrites every record
-it keeps in framing 2.
+it keeps in framing 2. Since no writer of today appends framing 1, a log that ends in an incomplete
+framing-1 record is named by its readers (`experiments.legacy_tail`): framing 1 cannot tell a torn
+write from damaged lengths, and no live append can be in flight there.
 
 A reader walks from record to record; where a record fails a check (a flipped bit) it searches
 forward for the next MAGIC and resynchronises, so damage costs only the records it hits — no

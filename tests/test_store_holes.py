@@ -157,18 +157,13 @@ def test_a_torn_tail_is_dropped_and_named(tmp_path):
 def test_framing_one_logs_stay_readable_and_are_rewritten_in_framing_two(tmp_path):
     """Records of the previous framing (no check of their lengths) are read as they are; new records
     are appended in framing 2, and a compaction rewrites every record it keeps in framing 2."""
-    from malt.repository.records import FIXED_1, LENGTHS, MAGIC, MAGIC_1, _digest, encode, read_log
+    from malt.repository.records import MAGIC, encode, read_log
     from malt.repository.store import Repository
 
     repo, exp = trials.pristine(tmp_path)
     path = repo / "experiments" / exp / "units.log"
-    data, found = read_log(path)
-    old = b""
-    for record in found.records:  # the same records as the previous malt wrote them
-        head, body = data[record.header_offset:record.payload_offset], data[record.payload_offset:record.end]
-        old += FIXED_1.pack(MAGIC_1, len(head), len(body), _digest(LENGTHS.pack(len(head), len(body)), head, body))
-        old += head + body
-    path.write_bytes(old)
+    trials.to_framing_one(path)  # the same records as the previous malt wrote them
+    old = path.read_bytes()
     units, _, _ = Repository(repo).experiment(exp).read_log()
     assert len(units) == 5 and read_log(path)[1].records[0].offset == 0
     with Repository(repo).experiment(exp).writer() as writer:
@@ -180,6 +175,26 @@ def test_framing_one_logs_stay_readable_and_are_rewritten_in_framing_two(tmp_pat
     rewritten, scan = read_log(path)
     assert all(rewritten[r.offset:r.offset + 8] == MAGIC for r in scan.records) and not scan.damaged
     assert len(Repository(repo).experiment(exp).read_log()[0]) == 5
+
+
+def test_a_damaged_last_record_of_an_earlier_malt_is_named_too(tmp_path):
+    """A log whose last record is of framing 1 (written before this framing) cannot tell a torn write
+    from damaged lengths; no writer of today appends framing 1, so its readers name such a tail."""
+    from malt.repository.records import read_log
+
+    base, exp = trials.pristine(tmp_path)
+    trials._last_unit_log(base, exp)
+    path = base / "experiments" / exp / "units.log"
+    trials.to_framing_one(path)
+    data, found = read_log(path)
+    last = found.records[-1]
+    damaged = bytearray(data)
+    damaged[last.offset + 12] ^= 0x10  # the header length now runs past the end of the file
+    path.write_bytes(bytes(damaged))
+    shown = trials.malt("show", exp, "--repo", base)
+    assert shown.code == 0 and "written by an earlier malt" in shown.err and "malt repair" in shown.err
+    repaired = trials.malt("repair", "--repo", base)
+    assert "dropped an incomplete record" in repaired.out
 
 
 @pytest.mark.timeout(180)

@@ -417,6 +417,19 @@ def _last_unit_log(base: Path, exp: str) -> None:
     path.write_bytes(data[:last.end])
 
 
+def to_framing_one(path: Path) -> None:
+    """Rewrite a log's records as malt wrote them before framing 2 (no check of the lengths)."""
+    from malt.repository.records import FIXED_1, LENGTHS, MAGIC_1, _digest, read_log
+
+    data, found = read_log(path)
+    old = b""
+    for record in found.records:
+        head, body = data[record.header_offset:record.payload_offset], data[record.payload_offset:record.end]
+        old += FIXED_1.pack(MAGIC_1, len(head), len(body), _digest(LENGTHS.pack(len(head), len(body)), head, body))
+        old += head + body
+    path.write_bytes(old)
+
+
 def _losses(repo: Path, exp: str, reference: dict[str, set]) -> tuple[bool, bool, bool]:
     """(a record was lost, the reader named damage, `malt repair` named it)."""
     from malt.repository.store import Repository
@@ -434,42 +447,48 @@ def _losses(repo: Path, exp: str, reference: dict[str, set]) -> tuple[bool, bool
 
 def last_record_trials(work: Path, extra_random: int = 64) -> tuple[Counter, list]:
     """Every bit of the fixed part (magic, lengths, their CRC, digest) of the last record of units.log
-    and of predictions.log, plus bits anywhere in those records."""
+    and of predictions.log, plus bits anywhere in those records; for logs of today (framing 2) and
+    for logs whose last record an earlier malt wrote (framing 1)."""
     import random
 
-    from malt.repository.records import FIXED, read_log
+    from malt.repository.records import FIXED, FIXED_1, MAGIC_1, read_log
     from malt.repository.store import Repository
 
-    base, exp = pristine(work)
-    _last_unit_log(base, exp)
-    files = Repository(base).experiment(exp)
-    units, _, _ = files.read_log()
-    reference = {"units": set(units), "predictions": set(files.read_predictions(
-        {k: r["predictions"] for k, r in units.items() if r.get("predictions")}))}
-    rng = random.Random(35)
     tally, failures = Counter(), []
-    for log in ("units.log", "predictions.log"):
-        data, found = read_log(base / "experiments" / exp / log)
-        last = found.records[-1]
-        spots = [(last.offset + byte, bit) for byte in range(FIXED.size) for bit in range(8)]
-        spots += [(rng.randrange(last.offset + FIXED.size, last.end), rng.randrange(8)) for _ in range(extra_random)]
-        for at, bit in spots:
-            repo = work / "flip"
-            if repo.exists():
-                shutil.rmtree(repo)
-            shutil.copytree(base, repo)
-            path = repo / "experiments" / exp / log
-            damaged = bytearray(path.read_bytes())
-            damaged[at] ^= 1 << bit
-            path.write_bytes(bytes(damaged))
-            lost, read_named, repair_named = _losses(repo, exp, reference)
-            where = "fixed part" if at < last.offset + FIXED.size else "header/payload"
-            verdict = ("no loss" if not lost else "named by reader and repair" if read_named and repair_named
-                       else "SILENT LOSS")
-            tally[(log, where, verdict)] += 1
-            if verdict == "SILENT LOSS":
-                failures.append(f"{log} byte {at - last.offset} bit {bit}: reader named {read_named}, "
-                                f"repair named {repair_named}")
+    rng = random.Random(35)
+    for framing in (2, 1):
+        base, exp = pristine(work / f"framing{framing}")
+        _last_unit_log(base, exp)
+        if framing == 1:
+            for log in ("units.log", "predictions.log"):
+                to_framing_one(base / "experiments" / exp / log)
+        files = Repository(base).experiment(exp)
+        units, _, _ = files.read_log()
+        reference = {"units": set(units), "predictions": set(files.read_predictions(
+            {k: r["predictions"] for k, r in units.items() if r.get("predictions")}))}
+        for log in ("units.log", "predictions.log"):
+            data, found = read_log(base / "experiments" / exp / log)
+            last = found.records[-1]
+            fixed = FIXED_1.size if data[last.offset:last.offset + 8] == MAGIC_1 else FIXED.size
+            spots = [(last.offset + byte, bit) for byte in range(fixed) for bit in range(8)]
+            spots += [(rng.randrange(last.offset + fixed, last.end), rng.randrange(8)) for _ in range(extra_random)]
+            for at, bit in spots:
+                repo = work / "flip"
+                if repo.exists():
+                    shutil.rmtree(repo)
+                shutil.copytree(base, repo)
+                path = repo / "experiments" / exp / log
+                damaged = bytearray(path.read_bytes())
+                damaged[at] ^= 1 << bit
+                path.write_bytes(bytes(damaged))
+                lost, read_named, repair_named = _losses(repo, exp, reference)
+                where = "fixed part" if at < last.offset + fixed else "header/payload"
+                verdict = ("no loss" if not lost else "named by reader and repair" if read_named and repair_named
+                           else "SILENT LOSS")
+                tally[(f"framing {framing}", log, where, verdict)] += 1
+                if verdict == "SILENT LOSS":
+                    failures.append(f"framing {framing} {log} byte {at - last.offset} bit {bit}: reader named "
+                                    f"{read_named}, repair named {repair_named}")
     return tally, failures
 
 
