@@ -764,8 +764,7 @@ def dask_trials(work: Path, runs: int = 2) -> tuple[Counter, list]:
         lines = [line for line in err.splitlines() if line.strip() and not line.startswith("[")]
         stored = _units(repo).count(b'"type":"unit"')
         ok = run.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: The Dask cluster") and stored
-        tally["units stored before the kill"] += stored
-        tally["one error line" if ok else "TRACEBACK OR MORE"] += 1
+        tally["one error line, finished units stored" if ok else "TRACEBACK, MORE LINES OR NOTHING STORED"] += 1
         if not ok:
             failures.append(f"exit {run.returncode}\n{err[-1500:]}")
     return tally, failures
