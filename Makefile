@@ -5,7 +5,7 @@ BIN     = $(VENV)/bin
 MALT    = $(BIN)/malt
 DEMO   ?= demo-results
 
-.PHONY: install demo test docs bench clean
+.PHONY: install demo test docs bench clean trials-store
 
 $(BIN)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ docs: $(BIN)/.docs-installed
 
 bench: install
 	@for script in tests/benchmarks/bench_*.py; do echo "== $$script"; PYTHONPATH=. MALT_DATA=$(FIGDATA) $(BIN)/python $$script || exit 1; done
+
+# the store's trials of issue 35 with their counts (tmpfs disk-full trials need root; TRIALS=--quick for a sample)
+trials-store: install
+	PYTHONPATH=. $(BIN)/python -m tests.trials.store_trials $(TRIALS)
 
 clean:
 	rm -rf $(DEMO) figures .pytest_cache docs/_build docs/gallery docs/generated

@@ -15,7 +15,8 @@ import click
 
 from malt.cli.data import register as register_data_commands
 from malt.cli.figures import register as register_figure_commands
-from malt.cli.options import open_repo, print_table, quiet_option, repo_option, run_options, wait_option
+from malt.cli.options import (checked_repo_path, open_repo, print_table, quiet_option, repo_option, run_options,
+                              wait_option)
 from malt.errors import InvalidParameterError, MaltError
 
 
@@ -188,7 +189,7 @@ def _file_format_help(func):
 @main.command("run")
 @click.argument("file", type=click.Path(path_type=Path))
 @run_options
-@click.option("--repo", "repo_path", type=click.Path(path_type=Path), envvar="MALT_REPO",
+@click.option("--repo", "repo_path", type=click.Path(), envvar="MALT_REPO", callback=checked_repo_path,
               help="Repository folder (default: the file's `repo`, else ./results, or $MALT_REPO).")
 @_file_format_help
 def run_file(file, jobs, threads, scheduler, wait, quiet, repo_path):
@@ -292,7 +293,7 @@ def repair(experiment_id, wait, repo_path):
     """
     from malt.engine.repair import repair as run_repair
 
-    repo = open_repo(repo_path).check_readable()
+    repo = open_repo(repo_path).check_readable(for_repair=True)
     lines = run_repair(repo, experiment_id, wait=wait)
     for line in lines:
         click.echo(line)

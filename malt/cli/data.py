@@ -238,7 +238,9 @@ def register(main: click.Group) -> None:
             if repo.cache.remove(entry.key):
                 removed += 1
                 freed += entry.nbytes
-        click.echo(f"removed {removed} artifact(s), {_size(freed)}")
+        swept = repo.cache.sweep()  # temporary files of writers killed mid-write
+        click.echo(f"removed {removed} artifact(s), {_size(freed)}"
+                   + (f", and {len(swept)} temporary file(s) of interrupted writes" if swept else ""))
 
 
 def artifact_users(repo) -> dict[str, set[str]]:

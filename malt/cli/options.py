@@ -6,8 +6,20 @@ from pathlib import Path
 
 import click
 
-repo_option = click.option("--repo", "repo_path", type=click.Path(path_type=Path), envvar="MALT_REPO",
-                           default=Path("results"), show_default=True, help="Repository folder (or $MALT_REPO).")
+
+def checked_repo_path(ctx, param, value):
+    """--repo as a Path; an empty one is refused (Path("") would be the current folder)."""
+    if value is None:
+        return None
+    if not str(value).strip():
+        from malt.errors import RepositoryError
+
+        raise RepositoryError("--repo is empty; pass the repository folder (for example --repo results).")
+    return Path(value)
+
+
+repo_option = click.option("--repo", "repo_path", type=click.Path(), envvar="MALT_REPO", callback=checked_repo_path,
+                           default="results", show_default=True, help="Repository folder (or $MALT_REPO).")
 
 
 jobs_option = click.option("--jobs", type=int, default=1, show_default=True,

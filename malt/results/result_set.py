@@ -46,7 +46,9 @@ class ResultSet:
         """Every stored unit of the experiments (see the module docstring for what is left out).
 
         Damage is described in ``problems``; an experiment whose spec is damaged is skipped there
-        when reading all experiments, and raises when named."""
+        when reading all experiments, and raises when named. A link or a FIFO, device, socket or
+        folder where the store keeps a file is not damage but something planted: it always raises."""
+        from malt.repository.files import RefusedEntry
         from malt.tasks import tasks
 
         problems = problems if problems is not None else []
@@ -63,7 +65,7 @@ class ResultSet:
             try:
                 spec = files.read_spec()
             except MaltError as err:
-                if named:
+                if named or isinstance(err, RefusedEntry):
                     raise
                 problems.append(str(err))
                 continue
