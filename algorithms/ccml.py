@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from malt.decisions import decided, learned
 from malt.params import Options, Interval, param
 from malt.registry import Algorithm, register
 from malt.splits import Prediction
@@ -56,7 +57,8 @@ class CCML(Algorithm):
     name = "ccml"
     tasks = frozenset({"multilabel"})
     Params = CCMLParams
-    version = "2"  # C chosen by inner CV by default
+    version = "3"  # C chosen by inner CV by default (2); stratified repeated inner CV, one-SE rule, shared
+    #                thresholds (3): the chain still feeds its own ½-cut decisions to later links
 
     def run(self, split, params, ctx):
         from sklearn.exceptions import ConvergenceWarning
@@ -70,13 +72,15 @@ class CCML(Algorithm):
         def chain(X_fit, Y_fit, X_pred, C):
             return classifier_chain(X_fit, Y_fit, X_pred, order, lambda: LogisticRegression(C=C, max_iter=1000))
 
-        diagnostics = {}
+        diagnostics, oof = {}, None
         with warnings.catch_warnings(), single_threaded_blas():
             warnings.simplefilter("ignore", ConvergenceWarning)
             if params.select == "inner-cv":
                 choice = select_on_path(
                     params, {"C": params.C_grid}, lambda tr, va: np.stack([chain(X_tr[tr], Y[tr], X_tr[va], C)[0] for C in params.C_grid]),
                     Y, ctx.rng, log_loss, progress=lambda f: ctx.progress(f, "inner CV over C"))
-                params, diagnostics = choice.best, choice.diagnostics()
-            scores, labels = chain(X_tr, Y, X_te, params.C)
-        return Prediction(scores=scores, labels=labels.astype(float), diagnostics=diagnostics)
+                params, diagnostics, oof = choice.best, choice.diagnostics(), choice.out_of_fold
+            decisions = learned(params.threshold, Y, 0.5, ctx.rng, oof, folds=params.inner_folds,
+                                fit_predict=lambda tr, va: chain(X_tr[tr], Y[tr], X_tr[va], params.C)[0])
+            scores, _ = chain(X_tr, Y, X_te, params.C)
+        return decided(scores, decisions, diagnostics)

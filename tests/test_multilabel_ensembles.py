@@ -56,10 +56,10 @@ def test_rf_drops_unknown_labels_per_label_and_the_registered_run_uses_the_runs_
     np.testing.assert_array_equal(got[:, 1], alone.predict_proba(X[120:])[:, 1])
 
     seed = int(np.random.default_rng(4).integers(2 ** 31 - 1))  # what Context(seed=4).rng draws first
-    p = RandomForest().run(_split(X, Y, 120, Yn), RFParams(trees=20), Context.for_arrays(X, seed=4))
+    p = RandomForest().run(_split(X, Y, 120, Yn), RFParams(trees=20, threshold="natural"), Context.for_arrays(X, seed=4))
     np.testing.assert_array_equal(p.scores, forest_probabilities(
         X[:120], Yn, X[120:], lambda j: RandomForestClassifier(20, max_features="sqrt", random_state=seed + j)))
-    np.testing.assert_array_equal(p.labels, p.scores > 0.5)
+    np.testing.assert_array_equal(p.labels, p.scores > 0.5)  # the natural cut: scikit-learn's predict
 
 
 @pytest.mark.timeout(60)
