@@ -94,6 +94,32 @@ def main():
                         losses.append(f"{display} {metric} {v:.2f} vs {label} {b:.2f}")
         print("\nDefaults losing to a baseline: " + ("; ".join(losses) if losses else "none") + "\n")
 
+    stability(frame)
+
+
+def stability(frame):
+    """Issue 33: two unit seeds on emotions' given split (``--repeats 2``: fold = repeat) must not move a
+    default's micro-F1 by more than its 5-fold CV std on emotions."""
+    e = frame[(frame["task"] == "multilabel") & (frame["dataset"] == "emotions") & (frame["metric"] == "f1_micro")
+              & (frame["display"] == frame["algorithm"])]
+    given = e[e["task.split"].astype(str) == "given"]
+    cv = e[e["task.split"].astype(str) == "cv"]
+    rows = []
+    for display, g in given.groupby("display"):
+        by_fold = g.groupby("fold")["value"].mean()
+        c = cv[cv["display"] == display]["value"]
+        if len(by_fold) < 2 or len(c) < 2:
+            continue
+        rows.append((display, 100 * by_fold.iloc[0], 100 * by_fold.iloc[1], 100 * c.std(ddof=1)))
+    if not rows:
+        return
+    print("## Stability: micro-F1 on emotions' given split under two unit seeds, against the 5-fold CV std\n")
+    print("| algorithm | seed 1 | seed 2 | moved | 5-fold std | within |")
+    print("|---|---|---|---|---|---|")
+    for display, a, b, std in rows:
+        print(f"| {display} | {a:.1f} | {b:.1f} | {abs(a - b):.1f} | {std:.1f} | {'yes' if abs(a - b) <= std else 'no'} |")
+    print()
+
 
 if __name__ == "__main__":
     main()
