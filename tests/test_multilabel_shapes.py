@@ -201,7 +201,7 @@ def run_case(name: str, shape: str, tmp_path=None):
         except MaltError as err:
             return err
         scores = task.score(dataset, options, split, prediction)
-    return scores
+    return scores, prediction
 
 
 @pytest.mark.timeout(120)
@@ -213,4 +213,10 @@ def test_every_multilabel_algorithm_handles_every_shape(name, shape, tmp_path):
         message = str(outcome)
         assert message and "\n" not in message, f"{name} on {shape}: a refusal must be one line, got {message!r}"
         return
-    assert np.isfinite(outcome["hamming_loss"]) and np.isfinite(outcome["ranking_loss"]), outcome
+    scores, prediction = outcome
+    assert np.isfinite(scores["hamming_loss"]) and np.isfinite(scores["ranking_loss"]), scores
+    decisions = [prediction.labels, prediction.extras.get("labels_f1", prediction.labels)]
+    if shape == "label-all-0-in-train":  # the defined decision: a label never positive in training is never predicted
+        assert all(not np.asarray(d)[:, 0].any() for d in decisions)
+    if shape == "label-all-1-in-train":  # ... and one never negative always
+        assert all(np.asarray(d)[:, 1].all() for d in decisions)
