@@ -46,8 +46,11 @@ def classifier_chain(X_train, Y_train, X_test, order, make_model):
 class CCMLParams(MultilabelCVParams):
     C_grid: tuple[float, ...] = param((0.01, 0.1, 1.0, 10.0), "candidates for C (select=inner-cv)",
                                       Interval(0, None, "neither"))
-    order: str = param("random", "chain order: 'random' (from the run's seed) or 'given' (label order)",
-                       Options("random", "given"))
+    order: str = param("frequency", "chain order: 'frequency' (most frequent training label first, rarest last: no "
+                       "seed in the model; with 'random' two unit seeds moved micro-F1 on emotions' given split by 2.2 "
+                       "points, more than its 5-fold CV std of 2.0), 'random' (from the run's seed, Read et al. 2009) "
+                       "or 'given' (label order)",
+                       Options("frequency", "random", "given"))
 
 
 @register
@@ -57,8 +60,9 @@ class CCML(Algorithm):
     name = "ccml"
     tasks = frozenset({"multilabel"})
     Params = CCMLParams
-    version = "3"  # C chosen by inner CV by default (2); stratified repeated inner CV, one-SE rule, shared
-    #                thresholds (3): the chain still feeds its own ½-cut decisions to later links
+    version = "4"  # C chosen by inner CV by default (2); stratified repeated inner CV, one-SE rule, shared
+    #                thresholds (3: the chain still feeds its own ½-cut decisions to later links); chain order by
+    #                label frequency (4)
 
     def run(self, split, params, ctx):
         from sklearn.exceptions import ConvergenceWarning
@@ -67,7 +71,12 @@ class CCML(Algorithm):
         X_tr, X_te = _scaled(split, True)
         Y = np.asarray(split.Y_train, dtype=float)
         L = Y.shape[1]
-        order = ctx.rng.permutation(L) if params.order == "random" else np.arange(L)
+        if params.order == "random":
+            order = ctx.rng.permutation(L)
+        elif params.order == "frequency":
+            order = np.argsort(-np.nansum(Y, axis=0), kind="stable")
+        else:
+            order = np.arange(L)
 
         def chain(X_fit, Y_fit, X_pred, C):
             return classifier_chain(X_fit, Y_fit, X_pred, order, lambda: LogisticRegression(C=C, max_iter=1000))
