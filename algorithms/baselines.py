@@ -26,7 +26,7 @@ from malt import linalg
 from malt.context import to_dense
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
-from malt.decisions import ThresholdParams, decided, learned
+from malt.decisions import ThresholdParams, decided, learned, out_of_fold
 from malt.selection import InnerCVParams, Selection, candidates, repeated_fold_ids, select
 from malt.splits import Prediction
 
@@ -339,10 +339,10 @@ class MLSVM(Algorithm):
     name = "mlsvm"
     tasks = frozenset({"multilabel"})
     Params = MLSVMParams
-    version = "6"  # C by inner CV (2), RBF kernel (3), C and γ by inner CV (4); kernel by inner CV, stratified
-    #                repeated inner CV, one-SE rule, shared thresholds (5); chosen by held-out ranking loss (6:
-    #                by hinge loss the RBF kernel won on enron and ranked its labels worse than label-prior's
-    #                coverage, 16.9 against 15.3)
+    version = "7"  # C by inner CV (2), RBF kernel (3), C and γ by inner CV (4); kernel by inner CV, stratified
+    #                repeated inner CV, one-SE rule, shared thresholds (5); chosen by held-out ranking loss (6);
+    #                scores Platt-calibrated per label on out-of-fold margins (7: raw margins ranked enron's labels
+    #                worse than label-prior's coverage, 16.5-16.9 against 15.3, whichever the criterion)
 
     def run(self, split, params, ctx):
         X_train, X_test = _scaled(split, params.scale)
@@ -355,10 +355,40 @@ class MLSVM(Algorithm):
                 progress=lambda f: ctx.progress(f, "inner CV over kernel, C, γ"))
             params, diagnostics, oof = choice.best, choice.diagnostics(), choice.out_of_fold
         gamma = rbf_gamma(X_train, params.gamma_scale)
+
         def refit(tr, va):
             return svm_margins(X_train[tr], Y[tr], X_train[va], (params.C,), params.kernel,
                                rbf_gamma(X_train[tr], params.gamma_scale))[0]
 
-        decisions = learned(params.threshold, Y, 0.0, ctx.rng, oof, folds=params.inner_folds, fit_predict=refit)
+        if oof is None:
+            oof = out_of_fold(refit, Y, params.inner_folds, ctx.rng)
+        slope, intercept = platt_maps(oof, Y)
+        decisions = learned(params.threshold, Y, 0.5, ctx.rng, platt(oof, slope, intercept))
         S = svm_margins(X_train, Y, X_test, (params.C,), params.kernel, gamma)[0]
-        return decided(S, decisions, {**diagnostics, "kernel": params.kernel})
+        return decided(platt(S, slope, intercept), decisions, {**diagnostics, "kernel": params.kernel})
+
+
+def platt_maps(M: np.ndarray, Y: np.ndarray, C: float = 1e4) -> tuple[np.ndarray, np.ndarray]:
+    """Per label j, (a_j, b_j) of P(y = 1 | m) = σ(a_j m + b_j) fit to out-of-fold margins M (n, L) by a barely
+    regularised logistic regression on the label's known entries (Platt 1999): margins of different labels'
+    SVMs are on different scales, probabilities can be ranked against each other. A label without both
+    classes gets a = 0 and b its smoothed log-odds. Cost: L one-feature logistic regressions."""
+    from sklearn.linear_model import LogisticRegression
+
+    L = Y.shape[1]
+    a, b = np.zeros(L), np.zeros(L)
+    for j in range(L):
+        known = ~np.isnan(Y[:, j])
+        y = Y[known, j].astype(int)
+        if y.size and 0 < y.sum() < y.size:
+            fit = LogisticRegression(C=C, max_iter=1000).fit(M[known, j][:, None], y)
+            a[j], b[j] = float(fit.coef_[0, 0]), float(fit.intercept_[0])
+        else:
+            share = (y.sum() + 0.5) / (y.size + 1.0)
+            b[j] = np.log(share / (1 - share))
+    return a, b
+
+
+def platt(M: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """σ(a_j m + b_j) of every entry (see `platt_maps`)."""
+    return 1.0 / (1.0 + np.exp(-np.clip(M * a[None, :] + b[None, :], -500, 500)))
