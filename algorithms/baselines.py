@@ -9,9 +9,11 @@ going to the stronger regulariser (one-standard-error rule). The criterion is th
 on the held-out label entries, binary log-loss, for the probabilistic models (a proper scoring rule);
 the SVM's margins are chosen by held-out ranking loss (4.17), since the shared thresholds, not the
 margin's sign, take its decisions (by hinge loss the RBF kernel won on enron and ranked its labels
-worse than the label-prior baseline). Logistic regressions walk the grid from strong to weak regularisation, each
-fit warm-started at the previous solution (`logistic_path`). Label decisions come from the shared
-thresholds (`malt.decisions`) learned on the inner CV's out-of-fold scores.
+worse than the label-prior baseline), and its scores are the margins Platt-calibrated per label on
+the out-of-fold margins (`platt_maps`), so different labels' SVMs rank against each other. Logistic
+regressions walk the grid from strong to weak regularisation, each fit warm-started at the previous
+solution (`logistic_path`). Label decisions come from the shared thresholds (`malt.decisions`) learned
+on the inner CV's out-of-fold scores.
 """
 from __future__ import annotations
 
