@@ -120,7 +120,7 @@ def test_clr_unknown_labels_by_hand():
     np.testing.assert_allclose(scores[0], votes - virtual, atol=1e-12)
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(300)  # clr refits itself on 3 inner folds to learn its thresholds
 def test_new_ensembles_quality_bar_on_emotions():
     require_data("multilabel/emotions/emotions-train.arff")
     from malt import metrics
