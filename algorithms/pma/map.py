@@ -41,6 +41,8 @@ from malt.numerics import linalg
 from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.errors import DataError
 from malt.params import Interval, Options, param
+from malt.numerics.decisions import NaturalThresholdParams, decide_by_refits
+from malt.splits import MultilabelSplit
 from malt.registry import Algorithm, register
 from malt.numerics.selection import InnerCVParams
 
@@ -339,7 +341,7 @@ def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 5
 
 
 @dataclass(frozen=True, kw_only=True)
-class MAPParams(PMAParams, InnerCVParams):
+class MAPParams(PMAParams, InnerCVParams, NaturalThresholdParams):
     solver: str = param("cg", "'cg': conjugate gradients for the fixed point of eqs. 5.22-5.23 (the conditional "
                         "mean under K1 ⊕ K2); 'alternate': the paper's alternation of 5.22 and 5.23",
                         Options("cg", "alternate"))
@@ -397,6 +399,11 @@ class PMAMap(Algorithm):
     # eigendecompositions at the default tolerance
 
     def run(self, split, params, ctx):
+        if isinstance(split, MultilabelSplit):
+            return decide_by_refits(self.fit_predict, split, params, ctx, 0.0)
+        return self.fit_predict(split, params, ctx)
+
+    def fit_predict(self, split, params, ctx):
         if hasattr(split, "train") and hasattr(split, "test_cols"):
             return _run_ratings(split, params, ctx)
         data = matrix_inputs(split, params)

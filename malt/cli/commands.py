@@ -15,7 +15,7 @@ import click
 
 from malt.cli.data import register as register_data_commands
 from malt.cli.figures import register as register_figure_commands
-from malt.cli.options import (checked_repo_path, open_repo, print_table, quiet_option, repo_option, run_options,
+from malt.cli.options import (checked_repo_path, open_repo, print_table, repo_option, run_options,
                               wait_option)
 from malt.errors import InvalidParameterError, MaltError
 
