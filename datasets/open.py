@@ -126,6 +126,8 @@ def load_file_pair(train: Path, test: Path, labels: str | None = None, name: str
              else np.vstack([first["X"], second["X"]]))
         meta = dict(first.meta, source_files=[str(train), str(test)], given_train=int(first.n_rows))
         dataset = Dataset(name, {"X": X, "Y": np.vstack([first["Y"], second["Y"]])}, meta)
+    # where the split falls is part of the data's identity: the same rows cut elsewhere are another dataset
+    dataset.meta["hash_meta"] = dict(dataset.meta.get("hash_meta", {}), given_train=int(dataset.meta["given_train"]))
     check_labels(dataset)
     return dataset
 

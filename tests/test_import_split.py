@@ -106,3 +106,19 @@ def test_stratify_folds_is_a_task_flag_and_spreads_a_rare_label_over_every_fold(
     options = task.Params(stratify_folds=True)
     per_fold = [Y[task.split(dataset, options, f).test_index, 1].sum() for f in range(5)]
     assert per_fold == [1.0] * 5
+
+
+def test_where_a_pair_is_cut_is_part_of_the_data_hash(tmp_path):
+    """The same rows cut at another row are another dataset: results under --split given never mix."""
+    from malt.datasets.open import load_file_pair
+
+    rng = np.random.default_rng(0)
+    rows = [",".join(map(str, list(rng.normal(size=3).round(3)) + [int(i % 2), int(i % 3 == 0)])) for i in range(12)]
+    header = "a,b,c,y1,y2"
+    cuts = []
+    for cut in (6, 8):
+        (tmp_path / f"train{cut}.csv").write_text("\n".join([header] + rows[:cut]) + "\n")
+        (tmp_path / f"test{cut}.csv").write_text("\n".join([header] + rows[cut:]) + "\n")
+        cuts.append(load_file_pair(tmp_path / f"train{cut}.csv", tmp_path / f"test{cut}.csv", labels="2"))
+    assert cuts[0].meta["given_train"] == 6 and cuts[1].meta["given_train"] == 8
+    assert np.array_equal(cuts[0]["X"], cuts[1]["X"]) and cuts[0].hash != cuts[1].hash
