@@ -75,11 +75,13 @@ def log_loss(Y: np.ndarray, P: np.ndarray, eps: float = 1e-6) -> float:
 
 
 def label_ranking_loss(Y: np.ndarray, S: np.ndarray) -> float:
-    """Ranking loss (dissertation 4.17, `malt.metrics.ranking_loss`) of scores S for labels Y, an unknown
-    entry counted as not relevant: the share of a row's (relevant, irrelevant) label pairs ranked wrongly."""
-    from malt.tasks import metrics
+    """Ranking loss (dissertation 4.17) of scores S for labels Y, an unknown entry counted as not
+    relevant: the share of a row's (relevant, irrelevant) label pairs ranked wrongly, ties counted
+    wrong and rows without such pairs as 0 — scikit-learn's `label_ranking_loss`, which
+    tests/test_multilabel_metrics_sklearn.py shows equal to the task's metric."""
+    from sklearn.metrics import label_ranking_loss as sklearn_ranking_loss
 
-    return metrics.ranking_loss(np.nan_to_num(Y, nan=0.0), S)
+    return float(sklearn_ranking_loss(np.nan_to_num(Y, nan=0.0).astype(int), S))
 
 
 def hinge_loss(Y: np.ndarray, S: np.ndarray) -> float:

@@ -83,8 +83,15 @@ def test_low_rank_left_apply_and_its_span_coordinates_match_the_dense_operator(n
     F, coords = basis.apply(C, phi, span=True)
     np.testing.assert_allclose(F, expected, atol=1e-10)
     np.testing.assert_allclose(coords, K.T @ expected, atol=1e-10)
-    with pytest.raises(ValueError, match="span"):
-        KroneckerEigenbasis(spd(n), B).apply(C, phi, span=True)
+    # a left factor that spans everything (BMR with p >= n training rows): F as the dense operator
+    # φ(A ⊕ B) C gives it, and its coordinates in A's eigenvectors
+    A = spd(n)
+    full = KroneckerEigenbasis(A, B)
+    a_full, U = np.linalg.eigh(A)
+    dense = U @ (phi(a_full[:, None], b[None, :]) * (U.T @ C @ V)) @ V.T
+    F_full, coords_full = full.apply(C, phi, span=True)
+    np.testing.assert_allclose(F_full, dense, atol=1e-10)
+    np.testing.assert_allclose(coords_full, full.left.vectors.T @ dense, atol=1e-10)
 
 
 def test_gram_factor_is_the_eigenbasis_of_ft_w_f_and_solves_its_stein_equation():
