@@ -1,0 +1,177 @@
+"""LGC's system (I − αS) F = B solved so that every score, however small, is resolved.
+
+LGC's scores (eq. 3.15, F = (1−α)(I − αS)⁻¹Y = (1−α) Σ_t α^t S^t Y) decay geometrically with the
+hop distance from the labelled points: on a 300,000-point swiss roll (50 labels, k = 10, α = 0.9)
+the largest score of a row runs from 0.1 down to 2e-35. Conjugate gradients stopped at a relative
+residual ‖b − A x‖/‖b‖ = ρ leaves an error of up to ρ‖b‖/(1−α) in *any* entry (λ_min(I − αS) ≥ 1 − α),
+so a row whose scores all lie below that gets an arbitrary argmax: at ρ = 1e-8 the test error of
+that swiss roll was 0.31 instead of the exact solution's 0.087 (74.5 % of the decisions agreed), and
+no ρ above the rounding floor (~1e-16 of the largest score) resolves 1e-35.
+
+The solve here decomposes the rows by magnitude (``stages``): A = I − αS is a nonsingular M-matrix,
+so for resolved rows R and the rest U
+
+.. math:: F_U = A_{UU}^{-1}\\,(B_U + \\alpha S_{UR} F_R),\\qquad A_{UU}^{-1} \\ge 0,\\ \\alpha S_{UR} \\ge 0,
+
+a Dirichlet problem on U whose data are the resolved scores. Each stage scales its right-hand
+side to a largest entry of 1 (the scale is kept as a logarithm per row, ``log_scale``, so nothing
+underflows), runs CG from the previous stage's iterate to an absolute residual
+``STAGE_RTOL``·max_c ‖b_c‖ and takes the true residual r = b − A_UU x: every entry of x is then
+within e = max_c ‖r_c‖₂ / (1 − α) of the stage's exact solution (‖·‖_∞ ≤ ‖·‖₂ and Cauchy
+interlacing: λ_min(A_UU) ≥ 1 − α). Rows whose largest entry is at least e / ``RESOLUTION`` are
+resolved — their scores are known to within ``RESOLUTION`` of their largest — and leave U; the
+next stage solves the rest, whose scores lie below that level, on its own scale. Stage 0 is the
+whole system (U = all rows). Every stage resolves at least the row of its largest right-hand side
+(A_UU⁻¹ ≥ I entrywise, so x ≥ b), and it ends when U is empty or its right-hand side is exactly 0
+(rows no label reaches: their scores are exactly 0).
+
+Error bound, relative to a row's score sum s_i = Σ_c F_ic: an error ≤ ε s in the data F_R gives
+an error ≤ ε s in F_U (A_UU⁻¹ αS_UR ≥ 0 maps s_R to the part of s_U fed by R), and each stage adds
+≤ δ/(1−δ) (δ = ``RESOLUTION``): after K stages every score is within (K + 1)·δ·s_i/(1−δ) of the
+exact one (``error_bound``). A row whose two largest scores differ by less than twice that is
+counted in ``uncertain_rows`` (its decision is as fragile in the exact solution).
+
+Cost: each stage costs its CG iterations (a product with S_UU for all classes at once; κ(A_UU) ≤
+(1+α)/(1−α), ~30–60 iterations at α = 0.9) plus one O(nnz(S)) extraction of S_UU and S_UR; the rows
+left shrink from stage to stage (swiss roll, 1,000,000 points: see
+tests/benchmarks/bench_label_propagation_scale.py for stages, iterations and seconds).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import solvers
+
+RESOLUTION = 1e-6
+"""δ: a stage resolves a row once the bound on its entries' error is at most δ × its largest score."""
+STAGE_RTOL = 1e-13
+"""Each stage's CG stops at an absolute residual of STAGE_RTOL × its largest right-hand-side column
+norm (near the rounding floor of float64: the smaller, the more orders of magnitude a stage resolves)."""
+MAX_STAGES = 10000
+
+
+@dataclass(frozen=True)
+class ResolvedScores:
+    """The solution F = mantissa · exp(log_scale) of (I − αS) F = B, row by row.
+
+    mantissa : (n, C), each resolved row's largest entry between ~e/δ and ~1/(1−α) of its stage's
+        scale; log_scale : (n,) natural logarithm of every row's scale.
+    """
+
+    mantissa: np.ndarray
+    log_scale: np.ndarray
+    stages: int
+    iterations: int
+    error_bound: float
+    """(K + 1)·δ/(1−δ): every score is within this fraction of its row's score sum of the exact one."""
+
+    @property
+    def scores(self) -> np.ndarray:
+        """F in float64 (rows below ~1e-308 underflow to 0; `labels` does not need them)."""
+        with np.errstate(under="ignore"):
+            return self.mantissa * np.exp(self.log_scale)[:, None]
+
+    @property
+    def labels(self) -> np.ndarray:
+        """argmax_c F_ic of every row (from the mantissa: the same for any row scale)."""
+        return np.argmax(self.mantissa, axis=1)
+
+    @property
+    def uncertain_rows(self) -> int:
+        """Rows whose two largest scores are closer than twice the error bound."""
+        if self.mantissa.shape[1] < 2:
+            return 0
+        top = -np.sort(-self.mantissa, axis=1)[:, :2]
+        total = self.mantissa.sum(axis=1)
+        return int(np.count_nonzero((top[:, 0] > 0) & (top[:, 0] - top[:, 1] < 2 * self.error_bound * total)))
+
+
+def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, *, resolution: float = RESOLUTION,
+            stage_rtol: float = STAGE_RTOL, progress=None) -> ResolvedScores:
+    """Solve (I − αS) F = B, every row resolved to ``resolution`` (see the module docstring).
+
+    S : (n, n) symmetric, non-negative, spectral radius ≤ 1 (D^{-1/2} W D^{-1/2}); best in a
+        bandwidth-reducing order (`solvers.locality_order`). B : (n, C) ≥ 0. alpha : in (0, 1).
+    progress : called as progress(fraction of rows resolved, message) after every CG iteration.
+    """
+    S = sp.csr_matrix(S)
+    B = np.asarray(B, dtype=float)
+    n, C = B.shape
+    mantissa = np.zeros((n, C))
+    log_scale = np.zeros(n)
+    resolved = np.zeros(n, bool)
+    U = np.arange(n)
+    x0 = None
+    previous_scale = 0.0
+    iterations = stage = 0
+    while U.size:
+        if stage >= MAX_STAGES:
+            raise solvers.SolveError(f"the LGC solve did not resolve every row in {MAX_STAGES} stages")
+        b, scale = _stage_rhs(S, alpha, B, U, resolved, mantissa, log_scale)
+        if scale is None:  # no label reaches the rows left: their scores are exactly 0
+            break
+        S_UU = S if U.size == n else S[U][:, U]
+
+        def operator(P, S_UU=S_UU):
+            AP = S_UU @ P
+            AP *= -alpha
+            AP += P
+            return AP
+
+        def report(it, residual, goal, stage=stage, done=int(resolved.sum())):
+            if progress is not None:
+                progress(done / n, f"stage {stage + 1}: CG iteration {it}, residual {residual:.1e} "
+                                   f"(goal {goal:.1e}); {done:,}/{n:,} rows resolved")
+
+        goal = stage_rtol * float(np.linalg.norm(b, axis=0).max())
+        cg = solvers.ConjugateGradients(operator, None, rtol=0.0, atol=goal, callback=report)
+        if x0 is not None:
+            x0 *= np.exp(previous_scale - scale)
+        X = cg.solve(b, x0)
+        iterations += cg.iterations
+        error = float(np.linalg.norm(b - operator(X), axis=0).max()) / (1 - alpha)
+        done = X.max(axis=1) >= error / resolution
+        if not done.any():
+            raise solvers.SolveError(f"stage {stage + 1} of the LGC solve resolved no row (error bound {error:.1e} "
+                                     f"of a largest score ≥ 1); the rounding floor is above {resolution:g}")
+        rows = U[done]
+        mantissa[rows] = X[done]
+        log_scale[rows] = scale
+        resolved[rows] = True
+        U, x0, previous_scale = U[~done], X[~done], scale
+        stage += 1
+    if progress is not None:
+        progress(1.0, f"{stage} stages, {iterations} CG iterations")
+    return ResolvedScores(mantissa, log_scale, stage, iterations, (stage + 1) * resolution / (1 - resolution))
+
+
+def _stage_rhs(S, alpha, B, U, resolved, mantissa, log_scale):
+    """The right-hand side B_U + αS_UR F_R of the rows U, scaled to a largest entry of 1, and its
+    scale (natural log); (None, None) when it is exactly 0."""
+    if not resolved.any():
+        b = B[U]
+        top = float(b.max()) if b.size else 0.0
+        return (b / top, float(np.log(top))) if top > 0 else (None, None)
+    R = np.flatnonzero(resolved)
+    S_UR = S[U][:, R]
+    touching = np.unique(S_UR.indices)  # the resolved rows next to U
+    sources = [log_scale[R[touching]]]
+    own = B[U]
+    labelled = bool(own.any())  # rows of B ≠ 0 resolve in stage 0 (x ≥ b), unless B spans > 1/δ
+    if labelled:
+        sources.append(np.zeros(1))
+    if not touching.size and not labelled:
+        return None, None
+    reference = float(np.concatenate(sources).max())
+    with np.errstate(under="ignore"):
+        F_R = mantissa[R[touching]] * np.exp(log_scale[R[touching]] - reference)[:, None]
+        b = alpha * (S_UR[:, touching] @ F_R)
+        if labelled:
+            b += own * np.exp(-reference)
+    top = float(b.max())
+    if not top > 0:
+        return None, None
+    return b / top, reference + float(np.log(top))
