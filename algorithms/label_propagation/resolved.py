@@ -2,11 +2,12 @@
 
 LGC's scores (eq. 3.15, F = (1−α)(I − αS)⁻¹Y = (1−α) Σ_t α^t S^t Y) decay geometrically with the
 hop distance from the labelled points: on a 300,000-point swiss roll (50 labels, k = 10, α = 0.9)
-the largest score of a row runs from 0.1 down to 2e-35. Conjugate gradients stopped at a relative
-residual ‖b − A x‖/‖b‖ = ρ leaves an error of up to ρ‖b‖/(1−α) in *any* entry (λ_min(I − αS) ≥ 1 − α),
-so a row whose scores all lie below that gets an arbitrary argmax: at ρ = 1e-8 the test error of
-that swiss roll was 0.31 instead of the exact solution's 0.087 (74.5 % of the decisions agreed), and
-no ρ above the rounding floor (~1e-16 of the largest score) resolves 1e-35.
+the largest score of a row runs from 0.1 down to 2e-35 (1,000,000 points: 4e-60). Conjugate
+gradients stopped at a relative residual ‖b − A x‖/‖b‖ = ρ guarantee nothing for such rows: the
+error bound ρ‖b‖/(1−α) (λ_min(I − αS) ≥ 1 − α) holds for *any* entry, and after k iterations every
+row more than k hops from all labels is still exactly 0 (its argmax: class 0). At ρ = 1e-8 that
+swiss roll's test error was 0.31 instead of the exact solution's 0.087: 76,424 decisions differed
+from a sparse LU's, 76,153 of them rows CG had left at 0.
 
 The solve here decomposes the rows by magnitude (``stages``): A = I − αS is a nonsingular M-matrix,
 so for resolved rows R and the rest U
