@@ -542,10 +542,33 @@ def test_lgc_resolves_scores_far_from_labels_to_the_direct_solves_decisions():
     F = m.local_global_consistency(W, lab, Yl, alpha)
     wrong = np.count_nonzero(F.argmax(1) != exact.argmax(1))
     assert wrong == 0, f"{wrong} of {n} decisions differ from the direct solve's"
-    assert np.all(np.abs(F - exact) <= 1e-6 * exact.sum(1, keepdims=True))
     solution = m.lgc_solution(W, lab, Yl, alpha)
+    assert solution.stages > 1 and solution.uncertain_rows == 0 and solution.error_bound < 1e-4
+    assert np.all(np.abs(F - exact) <= solution.error_bound * exact.sum(1, keepdims=True))
     np.testing.assert_array_equal(solution.labels, exact.argmax(1))
-    assert solution.stages > 1 and solution.uncertain_rows == 0
+
+
+def test_lgc_rows_no_label_reaches_get_the_exact_zero():
+    """A chain with labels, a second chain without any and three isolated points: the rows of the
+    unlabelled pieces have exactly 0 scores in eq. 3.15 (I − αS is block diagonal), and so here;
+    the labelled chain equals a sparse LU's solution (relative to each row's sum, the solve's bound)."""
+    import scipy.sparse.linalg as spla
+
+    W = sp.block_diag([_chain(2500, seed=2), _chain(100, seed=3), sp.csr_matrix((3, 3))], format="csr")
+    n = W.shape[0]
+    lab = np.array([10, 1200, 2400])
+    Yl = np.eye(3)
+    solution = m.lgc_solution(W, lab, Yl, 0.9)
+    F = solution.scores
+    assert np.all(F[2500:] == 0)
+    d = np.asarray(W.sum(1)).ravel()
+    inv = np.where(d > 0, 1 / np.sqrt(np.maximum(d, 1e-300)), 0.0)
+    S = sp.diags(inv) @ W @ sp.diags(inv)
+    Y = np.zeros((n, 3))
+    Y[lab] = Yl
+    exact = 0.1 * spla.spsolve(sp.csc_matrix(sp.identity(n) - 0.9 * S), Y)
+    assert np.all(np.abs(F - exact) <= solution.error_bound * exact.sum(1, keepdims=True))
+    np.testing.assert_array_equal(solution.labels, exact.argmax(1))
 
 
 def test_lgc_decides_rows_whose_scores_underflow_float64():

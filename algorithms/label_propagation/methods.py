@@ -362,8 +362,10 @@ def lgc_solution(W, labeled, Y_l, alpha: float, progress=None) -> resolved.Resol
     if n < solvers.ITERATIVE_MIN_ROWS:
         F = (1 - alpha) * solvers.DirectSolver(sp.identity(n) - alpha * S).solve(Y)
         return resolved.ResolvedScores(F, np.zeros(n), 0, 0, 0.0)
+    d = degrees(W)
+    v = np.where(d > 0, np.sqrt(d), 1.0)  # S v = v (v = 1 on isolated rows, where S is 0)
     order, S = solvers.locality_order(S)
-    ordered = resolved.resolve(S, alpha, Y[order], progress=progress)
+    ordered = resolved.resolve(S, alpha, Y[order], v[order], progress=progress)
     mantissa, log_scale = np.empty_like(ordered.mantissa), np.empty(n)
     mantissa[order], log_scale[order] = ordered.mantissa, ordered.log_scale + np.log1p(-alpha)
     return dataclasses.replace(ordered, mantissa=mantissa, log_scale=log_scale)

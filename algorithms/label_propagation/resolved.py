@@ -17,20 +17,25 @@ so for resolved rows R and the rest U
 a Dirichlet problem on U whose data are the resolved scores. Each stage scales its right-hand
 side to a largest entry of 1 (the scale is kept as a logarithm per row, ``log_scale``, so nothing
 underflows), runs CG from the previous stage's iterate to an absolute residual
-``STAGE_RTOL``·max_c ‖b_c‖ and takes the true residual r = b − A_UU x: every entry of x is then
-within e = max_c ‖r_c‖₂ / (1 − α) of the stage's exact solution (‖·‖_∞ ≤ ‖·‖₂ and Cauchy
-interlacing: λ_min(A_UU) ≥ 1 − α). Rows whose largest entry is at least e / ``RESOLUTION`` are
-resolved — their scores are known to within ``RESOLUTION`` of their largest — and leave U; the
-next stage solves the rest, whose scores lie below that level, on its own scale. Stage 0 is the
-whole system (U = all rows). Every stage resolves at least the row of its largest right-hand side
-(A_UU⁻¹ ≥ I entrywise, so x ≥ b), and it ends when U is empty or its right-hand side is exactly 0
-(rows no label reaches: their scores are exactly 0).
+``STAGE_RTOL``·max_c ‖b_c‖₂ and bounds every entry's error by its residual r = b − A_UU x: with
+v > 0 such that S v ≤ v (v = D^{1/2}1 for S = D^{-1/2}WD^{-1/2}: S v = v), S_UU v_U ≤ v_U, so
+‖(I − αS_UU)⁻¹‖ ≤ 1/(1 − α) in the norm max_i |x_i|/v_i and
+
+.. math:: |x_i - x^*_i| \\le e_i = \\frac{v_i}{1-\\alpha}\\,\\max_j \\frac{|r_j|}{v_j}
+
+(|r_j| bounded with the rounding of its own evaluation, γ(|b| + |x| + αS|x|), γ = (row length + 3)·ε).
+Rows whose largest entry is at least e_i / ``RESOLUTION`` are resolved — their scores are known to
+within ``RESOLUTION`` of their largest — and leave U; the next stage solves the rest, whose scores
+lie below that level, on its own scale. Stage 1 is the whole system (U = all rows). Every stage
+resolves at least the row of its largest right-hand side (A_UU⁻¹ ≥ I entrywise, so x ≥ b), and the
+solve ends when U is empty or its right-hand side is exactly 0 (rows no label reaches: their scores
+are exactly 0).
 
 Error bound, relative to a row's score sum s_i = Σ_c F_ic: an error ≤ ε s in the data F_R gives
 an error ≤ ε s in F_U (A_UU⁻¹ αS_UR ≥ 0 maps s_R to the part of s_U fed by R), and each stage adds
-≤ δ/(1−δ) (δ = ``RESOLUTION``): after K stages every score is within (K + 1)·δ·s_i/(1−δ) of the
-exact one (``error_bound``). A row whose two largest scores differ by less than twice that is
-counted in ``uncertain_rows`` (its decision is as fragile in the exact solution).
+≤ δ/(1−δ) (δ = ``RESOLUTION``): after K stages every score is within K·δ·s_i/(1−δ) of the exact
+one (``error_bound``). A row whose two largest scores differ by less than twice that is counted in
+``uncertain_rows`` (its decision is as fragile in the exact solution).
 
 Cost: each stage costs its CG iterations (a product with S_UU for all classes at once; κ(A_UU) ≤
 (1+α)/(1−α), ~30–60 iterations at α = 0.9) plus one O(nnz(S)) extraction of S_UU and S_UR; the rows
@@ -67,7 +72,8 @@ class ResolvedScores:
     stages: int
     iterations: int
     error_bound: float
-    """(K + 1)·δ/(1−δ): every score is within this fraction of its row's score sum of the exact one."""
+    """K·δ/(1−δ) after K stages: every score is within this fraction of its row's score sum of the
+    exact one."""
 
     @property
     def scores(self) -> np.ndarray:
@@ -90,16 +96,18 @@ class ResolvedScores:
         return int(np.count_nonzero((top[:, 0] > 0) & (top[:, 0] - top[:, 1] < 2 * self.error_bound * total)))
 
 
-def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, *, resolution: float = RESOLUTION,
+def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, *, resolution: float = RESOLUTION,
             stage_rtol: float = STAGE_RTOL, progress=None) -> ResolvedScores:
     """Solve (I − αS) F = B, every row resolved to ``resolution`` (see the module docstring).
 
-    S : (n, n) symmetric, non-negative, spectral radius ≤ 1 (D^{-1/2} W D^{-1/2}); best in a
-        bandwidth-reducing order (`solvers.locality_order`). B : (n, C) ≥ 0. alpha : in (0, 1).
+    S : (n, n) symmetric, non-negative; best in a bandwidth-reducing order (`solvers.locality_order`).
+    weights : (n,) v > 0 with S v ≤ v (for S = D^{-1/2} W D^{-1/2}: v = √d, and 1 on isolated rows).
+    B : (n, C) ≥ 0. alpha : in (0, 1).
     progress : called as progress(fraction of rows resolved, message) after every CG iteration.
     """
     S = sp.csr_matrix(S)
     B = np.asarray(B, dtype=float)
+    v = np.asarray(weights, dtype=float)
     n, C = B.shape
     mantissa = np.zeros((n, C))
     log_scale = np.zeros(n)
@@ -111,10 +119,10 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, *, resolution: float 
     while U.size:
         if stage >= MAX_STAGES:
             raise solvers.SolveError(f"the LGC solve did not resolve every row in {MAX_STAGES} stages")
-        b, scale = _stage_rhs(S, alpha, B, U, resolved, mantissa, log_scale)
+        S_UU, S_UR = (S, None) if U.size == n else _split_rows(S, U, ~resolved)
+        b, scale = _stage_rhs(alpha, B[U], S_UR, mantissa, log_scale)
         if scale is None:  # no label reaches the rows left: their scores are exactly 0
             break
-        S_UU = S if U.size == n else S[U][:, U]
 
         def operator(P, S_UU=S_UU):
             AP = S_UU @ P
@@ -133,11 +141,15 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, *, resolution: float 
             x0 *= np.exp(previous_scale - scale)
         X = cg.solve(b, x0)
         iterations += cg.iterations
-        error = float(np.linalg.norm(b - operator(X), axis=0).max()) / (1 - alpha)
+        # |x − x*| ≤ v · max_j |r_j| / v_j / (1 − α) entrywise: ‖(I − αS_UU)⁻¹‖ ≤ 1/(1 − α) in the
+        # norm max_i |x_i| / v_i, since S_UU v_U ≤ (S v)_U ≤ v_U
+        vU = v[U]
+        error = vU * (float(np.max(_residual_bound(S_UU, alpha, b, X) / vU[:, None])) / (1 - alpha))
         done = X.max(axis=1) >= error / resolution
         if not done.any():
-            raise solvers.SolveError(f"stage {stage + 1} of the LGC solve resolved no row (error bound {error:.1e} "
-                                     f"of a largest score ≥ 1); the rounding floor is above {resolution:g}")
+            raise solvers.SolveError(f"stage {stage + 1} of the LGC solve resolved no row (error bound up to "
+                                     f"{error.max():.1e} of a largest score ≥ 1); the rounding floor is above "
+                                     f"{resolution:g}")
         rows = U[done]
         mantissa[rows] = X[done]
         log_scale[rows] = scale
@@ -146,32 +158,52 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, *, resolution: float 
         stage += 1
     if progress is not None:
         progress(1.0, f"{stage} stages, {iterations} CG iterations")
-    return ResolvedScores(mantissa, log_scale, stage, iterations, (stage + 1) * resolution / (1 - resolution))
+    return ResolvedScores(mantissa, log_scale, stage, iterations, stage * resolution / (1 - resolution))
 
 
-def _stage_rhs(S, alpha, B, U, resolved, mantissa, log_scale):
-    """The right-hand side B_U + αS_UR F_R of the rows U, scaled to a largest entry of 1, and its
-    scale (natural log); (None, None) when it is exactly 0."""
-    if not resolved.any():
-        b = B[U]
-        top = float(b.max()) if b.size else 0.0
-        return (b / top, float(np.log(top))) if top > 0 else (None, None)
-    R = np.flatnonzero(resolved)
-    S_UR = S[U][:, R]
+def _residual_bound(S_UU, alpha, b, X) -> np.ndarray:
+    """|b − (I − αS_UU) X| entrywise, plus a bound on the rounding of its evaluation in float64
+    (γ(|b| + |X| + αS_UU|X|), γ = (longest row + 3)·ε, the error bound of a dot product)."""
+    absX = np.abs(X)
+    r = np.abs(b - X + alpha * (S_UU @ X))
+    gamma = (np.diff(S_UU.indptr).max(initial=0) + 3) * np.finfo(float).eps
+    r += gamma * (np.abs(b) + absX + alpha * (S_UU @ absX))
+    return r
+
+
+def _split_rows(S: sp.csr_matrix, U: np.ndarray, in_U: np.ndarray) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """The rows U of S in two parts, one pass over them: S_UU (|U|, |U|) and the rest (|U|, n), whose
+    columns outside U keep their ids. O(nnz of the rows U)."""
+    rows = S[U]
+    keep = in_U[rows.indices]
+    owner = np.repeat(np.arange(U.size), np.diff(rows.indptr))
+    position = np.cumsum(in_U) - 1
+
+    def part(mask, columns, width):
+        indptr = np.zeros(U.size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(owner[mask], minlength=U.size), out=indptr[1:])
+        return sp.csr_matrix((rows.data[mask], columns, indptr), shape=(U.size, width))
+
+    return part(keep, position[rows.indices[keep]], U.size), part(~keep, rows.indices[~keep], S.shape[0])
+
+
+def _stage_rhs(alpha, B_U, S_UR, mantissa, log_scale):
+    """The right-hand side B_U + αS_UR F_R of the rows left, scaled to a largest entry of 1, and its
+    scale (natural log); (None, None) when it is exactly 0. S_UR None: stage 0 (nothing resolved)."""
+    labelled = bool(B_U.any())  # rows of B ≠ 0 resolve in stage 0 (x ≥ b), unless B spans > 1/δ
+    if S_UR is None:
+        top = float(B_U.max()) if labelled else 0.0
+        return (B_U / top, float(np.log(top))) if top > 0 else (None, None)
     touching = np.unique(S_UR.indices)  # the resolved rows next to U
-    sources = [log_scale[R[touching]]]
-    own = B[U]
-    labelled = bool(own.any())  # rows of B ≠ 0 resolve in stage 0 (x ≥ b), unless B spans > 1/δ
-    if labelled:
-        sources.append(np.zeros(1))
     if not touching.size and not labelled:
         return None, None
-    reference = float(np.concatenate(sources).max())
+    reference = float(max(log_scale[touching].max(initial=-np.inf), 0.0 if labelled else -np.inf))
+    F_R = np.zeros_like(mantissa)
     with np.errstate(under="ignore"):
-        F_R = mantissa[R[touching]] * np.exp(log_scale[R[touching]] - reference)[:, None]
-        b = alpha * (S_UR[:, touching] @ F_R)
+        F_R[touching] = mantissa[touching] * np.exp(log_scale[touching] - reference)[:, None]
+        b = alpha * (S_UR @ F_R)
         if labelled:
-            b += own * np.exp(-reference)
+            b += B_U * np.exp(-reference)
     top = float(b.max())
     if not top > 0:
         return None, None
