@@ -9,7 +9,9 @@ Each (method, size) runs in a fresh subprocess (its own peak memory) with one BL
     `methods.gaussian_fields` (multigrid CG to the default relative residual);
   * normwise (lgc only): one CG solve stopped at relative residual 1e-8, the solve before issue 36;
   * direct — the reference: a sparse LU (SuperLU, scipy.sparse.linalg.splu) of I − αS (lgc) or
-    L_uu (gf), up to ``--direct-max`` points (at 10⁶: ~100 CPU s and ~10 GB).
+    L_uu (gf), up to ``--direct-max`` points (at 10⁶: 110–125 CPU s and 5.3 GB each);
+  * floor: one product W @ Y (n × 4 classes) in reverse Cuthill–McKee order, the least any
+    iterative solve reads per iteration (its slope is the machine's: caches stop holding the graph).
 Printed per row: CPU seconds of the solve (process time; the kNN graph is built before the clock
 starts and printed apart), test error on the unlabelled points against the generating classes,
 decisions that differ from the direct solve's (the number of rows), and for lgc the stages, CG
@@ -33,37 +35,37 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_label_propagation import ALPHA, problem  # noqa: E402  (the same swiss roll)
+from bench_label_propagation import ALPHA, REPEATS, problem, timed  # noqa: E402  (the same swiss roll)
 
 THREADS = 1
-REPEATS = 3
 REPEAT_SECONDS = 30.0
-METHODS = (("gf", "ours"), ("gf", "direct"), ("lgc", "ours"), ("lgc", "normwise"), ("lgc", "direct"))
+METHODS = (("floor", "W @ Y"), ("gf", "ours"), ("gf", "direct"), ("lgc", "ours"), ("lgc", "normwise"),
+           ("lgc", "direct"))
 
 
-def cpu_timed(fn):
-    """(last result, median CPU seconds) of up to REPEATS calls while they take < REPEAT_SECONDS."""
-    seconds = []
-    while len(seconds) < REPEATS and sum(seconds) < REPEAT_SECONDS:
-        t0 = time.process_time()
-        result = fn()
-        seconds.append(time.process_time() - t0)
-    return result, float(np.median(seconds))
-
-
-def one(kind: str, method: str, n: int, out: Path) -> dict:
+def one(kind: str, method: str, n: int, seed: int, out: Path) -> dict:
     import scipy.sparse as sp
     import scipy.sparse.linalg as spla
 
     from malt import graphs
     from malt.algorithms.label_propagation import methods as m
 
-    X, y, lab = problem(n)
+    X, y, lab = problem(n, seed=seed)
     t0 = time.process_time()
     W = graphs.knn_graph(X, graphs.GraphSpec(k=10))
-    res = {"kind": kind, "method": method, "n": n, "graph_cpu": time.process_time() - t0}
+    res = {"kind": kind, "method": method, "n": n, "seed": seed, "graph_cpu": time.process_time() - t0}
     Yl = m.one_hot(y[lab], 4)
     unl = np.setdiff1d(np.arange(n), lab)
+    if kind == "floor":  # one product with the graph for all classes, in reverse Cuthill–McKee order
+        from malt.algorithms.label_propagation.solvers import locality_order
+
+        Wo = locality_order(W)[1]
+        Y = np.zeros((n, 4))
+        Y[lab] = Yl
+        reps = max(1, int(2e7 // Wo.nnz))
+        res["cpu"] = timed(lambda: [Wo @ Y for _ in range(reps)], time.process_time, REPEAT_SECONDS)[1] / reps
+        res["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return res
     if method == "direct":
         def solve():
             if kind == "gf":
@@ -90,7 +92,7 @@ def one(kind: str, method: str, n: int, out: Path) -> dict:
             res.update(stages=solution.stages, iterations=solution.iterations,
                        uncertain=solution.uncertain_rows, bound=solution.error_bound)
             return solution.labels
-    labels, res["cpu"] = cpu_timed(solve)
+    labels, res["cpu"] = timed(solve, time.process_time, REPEAT_SECONDS)
     if kind == "gf" and method == "ours":
         res["iterations"] = diag["cg_iterations"]
     res["test_error"] = float(np.mean(labels[unl] != y[unl]))
@@ -99,14 +101,15 @@ def one(kind: str, method: str, n: int, out: Path) -> dict:
     return res
 
 
-def run(kind: str, method: str, n: int, folder: Path) -> dict:
+def run(kind: str, method: str, n: int, seed: int, folder: Path) -> dict:
     out = folder / f"{kind}-{method}-{n}.npy"
-    proc = subprocess.run([sys.executable, __file__, "--one", kind, method, str(n), str(out)],
+    proc = subprocess.run([sys.executable, __file__, "--one", kind, method, str(n), str(seed), str(out)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         return {"kind": kind, "method": method, "n": n, "failed": (proc.stderr.strip().splitlines() or ["?"])[-1]}
     res = json.loads(proc.stdout.strip().splitlines()[-1])
-    res["labels"] = str(out)
+    if out.exists():
+        res["labels"] = str(out)
     return res
 
 
@@ -116,15 +119,16 @@ def slope(ns, ts) -> float:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--one", nargs=4)
+    ap.add_argument("--one", nargs=5)
     ap.add_argument("--sizes", default="100000,300000,1000000")
+    ap.add_argument("--seed", type=int, default=0, help="the swiss roll's and the labelled points' draw")
     ap.add_argument("--direct-max", type=int, default=1_000_000,
                     help="largest size at which the direct (sparse LU) reference runs")
     a = ap.parse_args()
     if a.one:
-        kind, method, n, out = a.one
+        kind, method, n, seed, out = a.one
         with threadpool_limits(THREADS):
-            print(json.dumps(one(kind, method, int(n), Path(out))))
+            print(json.dumps(one(kind, method, int(n), int(seed), Path(out))))
         return
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -132,7 +136,7 @@ def main():
             for kind, method in METHODS:
                 if method == "direct" and n > a.direct_max:
                     continue
-                rows.append(run(kind, method, n, Path(tmp)))
+                rows.append(run(kind, method, n, a.seed, Path(tmp)))
                 print(json.dumps(rows[-1]), flush=True)
             for r in rows:  # decisions against the direct solve of the same size and method
                 if r["n"] == n and "labels" in r:
@@ -141,12 +145,15 @@ def main():
                     if ref is not None:
                         r["differ"] = int(np.count_nonzero(np.load(r["labels"]) != np.load(ref["labels"])))
     ok = [r for r in rows if "failed" not in r]
-    print(f"\nswiss roll, 50 labelled points, k = 10, α = {ALPHA}; BLAS threads: {THREADS}; CPU s = median of up to "
-          f"{REPEATS} solves (graph excluded)")
-    print(f"{'kind':>4} {'method':>9} {'n':>9} {'graph s':>8} {'CPU s':>8} {'test err':>9} {'≠ direct':>9} "
+    print(f"\nswiss roll (seed {a.seed}), 50 labelled points, k = 10, α = {ALPHA}; BLAS threads: {THREADS}; CPU s = "
+          f"median of up to {REPEATS} solves (graph excluded); floor: one product W @ Y (n × 4), reverse Cuthill–McKee order")
+    print(f"{'kind':>5} {'method':>9} {'n':>9} {'graph s':>8} {'CPU s':>8} {'test err':>9} {'≠ direct':>9} "
           f"{'stages':>6} {'CG it':>6} {'uncertain':>9} {'peak MB':>8}")
     for r in ok:
-        print(f"{r['kind']:>4} {r['method']:>9} {r['n']:>9,} {r['graph_cpu']:8.1f} {r['cpu']:8.2f} {r['test_error']:9.4f} "
+        if r["kind"] == "floor":
+            print(f"{r['kind']:>5} {r['method']:>9} {r['n']:>9,} {r['graph_cpu']:8.1f} {r['cpu']:8.4f}")
+            continue
+        print(f"{r['kind']:>5} {r['method']:>9} {r['n']:>9,} {r['graph_cpu']:8.1f} {r['cpu']:8.2f} {r['test_error']:9.4f} "
               f"{r.get('differ', '-'):>9} {r.get('stages', '-'):>6} {r.get('iterations', '-'):>6} "
               f"{r.get('uncertain', '-'):>9} {r['peak_mb']:8.0f}")
     for r in rows:
