@@ -315,8 +315,8 @@ def local_global_consistency(W, labeled, Y_l, alpha: float, rtol: float | None =
     """Fixed point of LGC (Zhou et al. 2004), eq. 3.15: F = (1−α)(I − αS)⁻¹Y, S = D^{-1/2}WD^{-1/2}
     (the scores of `lgc_solution`; rows below ~1e-308 underflow to 0, its ``labels`` do not).
 
-    rtol : None (default) resolves every row (`resolved`); a number instead stops one CG solve at
-        that relative residual ‖b − A x‖/‖b‖ — an error of up to rtol·‖b‖/(1−α) in any entry, so
+    rtol : None (default) resolves every row (`resolved`); a number instead stops one CG solve
+        (from ``solvers.ITERATIVE_MIN_ROWS`` rows) at that relative residual ‖b − A x‖/‖b‖ — an error of up to rtol·‖b‖/(1−α) in any entry, so
         rows far from every label get arbitrary scores (kept for accuracy-matched comparisons with
         scikit-learn's normwise iterations, tests/benchmarks/bench_label_propagation.py).
 
@@ -326,10 +326,10 @@ def local_global_consistency(W, labeled, Y_l, alpha: float, rtol: float | None =
     class with the most labelled degree mass. On graphs with a clear spectral gap (cosine kNN graphs
     of tf-idf text) α = 0.99 is already in that regime; see `lgc_limit_class`.
     """
-    if rtol is None:
-        return lgc_solution(W, labeled, Y_l, alpha, progress).scores
     W = sp.csr_matrix(W)
     n = W.shape[0]
+    if rtol is None or n < solvers.ITERATIVE_MIN_ROWS:
+        return lgc_solution(W, labeled, Y_l, alpha, progress).scores
     lab, _ = _split(n, labeled)
     Y = np.zeros((n, Y_l.shape[1]))
     Y[lab] = Y_l
@@ -348,8 +348,8 @@ def lgc_solution(W, labeled, Y_l, alpha: float, progress=None) -> resolved.Resol
     """LGC's scores F = (1−α)(I − αS)⁻¹Y (eq. 3.15) with every row resolved, however far from the
     labels its scores have decayed, and its decisions (``labels``).
 
-    Below ``solvers.ITERATIVE_MIN_ROWS`` rows a sparse LU (exact: forward and back substitution of an
-    M-matrix's factors add non-negative terms only); above, the magnitude stages of `resolved`
+    Below ``solvers.ITERATIVE_MIN_ROWS`` rows a sparse LU (accurate entry by entry: the substitutions
+    with an M-matrix's factors add non-negative terms only); above, the magnitude stages of `resolved`
     (CG on the operator P ↦ P − αSP, never formed, with S in reverse Cuthill–McKee order so each
     product reads nearby rows). progress : progress(fraction, message), per CG iteration.
     """

@@ -139,11 +139,11 @@ class GaussianFields(_GraphAlgorithm):
     name = "gf"
     version = SOLVE_VERSION
 
-    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx, progress=None):
-        return m.gaussian_fields(W, lab, m.one_hot(y_l, C), progress=progress, diagnostics=diag)
+    def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
+        return m.gaussian_fields(W, lab, m.one_hot(y_l, C))
 
     def decide(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx, progress=None):
-        F = self.scores(W, nbrs, Xs, lab, y_l, C, params, diag, ctx, progress)
+        F = m.gaussian_fields(W, lab, m.one_hot(y_l, C), progress=progress, diagnostics=diag)
         return F, np.argmax(F, axis=1)
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_label_propagation import ALPHA, REPEATS, problem, timed  # noqa: E402  (the same swiss roll)
+from bench_label_propagation import ALPHA, REPEATS, problem, slope, timed  # noqa: E402  (the same swiss roll)
 
 THREADS = 1
 REPEAT_SECONDS = 30.0
@@ -111,10 +111,6 @@ def run(kind: str, method: str, n: int, seed: int, folder: Path) -> dict:
     if out.exists():
         res["labels"] = str(out)
     return res
-
-
-def slope(ns, ts) -> float:
-    return float(np.polyfit(np.log(ns), np.log(ts), 1)[0])
 
 
 def main():
