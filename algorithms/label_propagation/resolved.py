@@ -106,7 +106,8 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, 
     S : (n, n) symmetric, non-negative; best in a bandwidth-reducing order (`solvers.locality_order`).
     weights : (n,) v > 0 with S v ≤ v (for S = D^{-1/2} W D^{-1/2}: v = √d, and 1 on isolated rows).
     B : (n, C) ≥ 0. alpha : in (0, 1).
-    progress : called as progress(fraction of rows resolved, message) after every CG iteration.
+    progress : called as progress(fraction of rows resolved, message) after every CG iteration (the
+        fraction at least 1/n, so a progress line shows stage 1's iterations too).
     """
     S = sp.csr_matrix(S)
     B = np.asarray(B, dtype=float)
@@ -135,7 +136,7 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, 
 
         def report(it, residual, goal, stage=stage, done=int(resolved.sum())):
             if progress is not None:
-                progress(done / n, f"stage {stage + 1}: CG iteration {it}, residual {residual:.1e} "
+                progress(max(done, 1) / n, f"stage {stage + 1}: CG iteration {it}, residual {residual:.1e} "
                                    f"(goal {goal:.1e}); {done:,}/{n:,} rows resolved")
 
         goal = stage_rtol * float(np.linalg.norm(b, axis=0).max())
