@@ -60,6 +60,7 @@ STAGE_RTOL = 1e-13
 """Each stage's CG stops at an absolute residual of STAGE_RTOL × its largest right-hand-side column
 norm (near the rounding floor of float64: the smaller, the more orders of magnitude a stage resolves)."""
 MAX_STAGES = 10000
+"""A guard: every stage resolves at least one row, so more stages than this means a defect."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, 
         def report(it, residual, goal, stage=stage, done=int(resolved.sum())):
             if progress is not None:
                 progress(max(done, 1) / n, f"stage {stage + 1}: CG iteration {it}, residual {residual:.1e} "
-                                   f"(goal {goal:.1e}); {done:,}/{n:,} rows resolved")
+                                           f"(goal {goal:.1e}); {done:,}/{n:,} rows resolved")
 
         goal = stage_rtol * float(np.linalg.norm(b, axis=0).max())
         cg = solvers.ConjugateGradients(operator, None, rtol=0.0, atol=goal, callback=report)
