@@ -510,3 +510,97 @@ def test_inner_cv_shortcuts_give_the_per_split_scores(name):
             np.testing.assert_array_equal(fast(train, val), slow(train, val))
         else:
             np.testing.assert_allclose(fast(train, val), slow(train, val), atol=1e-9)
+
+
+def _chain(n, seed):
+    """A path graph of n points with weights drawn from [0.5, 1.5] (no two halves alike)."""
+    w = np.random.default_rng(seed).uniform(0.5, 1.5, n - 1)
+    return sp.csr_matrix(sp.diags([w, w], [-1, 1], shape=(n, n)))
+
+
+def test_lgc_resolves_scores_far_from_labels_to_the_direct_solves_decisions():
+    """LGC's scores decay geometrically away from the labels (by ~0.6 per hop on a chain at α = 0.9:
+    ~1e-30 midway between labels 300 points apart). One CG solve stopped at a relative residual of
+    1e-8 leaves an error of up to 1e-8·‖b‖/(1−α) in every entry, so most rows between the labels got an
+    arbitrary class (the code before the magnitude stages: 1,325 of these 3,000 rows); the staged
+    solve (`resolved`) gives a sparse LU's decisions on every row and its scores to ≤ 1e-6 of each
+    row's sum. Reference: SuperLU (scipy.sparse.linalg.spsolve) on I − αS, componentwise accurate here
+    (LU of a diagonally dominant M-matrix: its substitutions add non-negative terms only)."""
+    import scipy.sparse.linalg as spla
+
+    n, alpha = 3000, 0.9
+    W = _chain(n, seed=0)
+    rng = np.random.default_rng(1)
+    lab = np.arange(150, n, 300)
+    Yl = m.one_hot(rng.integers(0, 3, lab.size), 3)
+    Y = np.zeros((n, 3))
+    Y[lab] = Yl
+    d = np.asarray(W.sum(1)).ravel()
+    S = sp.diags(d ** -0.5) @ W @ sp.diags(d ** -0.5)
+    exact = (1 - alpha) * spla.spsolve(sp.csc_matrix(sp.identity(n) - alpha * S), Y)
+    assert exact.max(1).min() < 1e-25  # far below any normwise tolerance
+    F = m.local_global_consistency(W, lab, Yl, alpha)
+    wrong = np.count_nonzero(F.argmax(1) != exact.argmax(1))
+    assert wrong == 0, f"{wrong} of {n} decisions differ from the direct solve's"
+    solution = m.lgc_solution(W, lab, Yl, alpha)
+    assert solution.stages > 1 and solution.uncertain_rows == 0 and solution.error_bound < 1e-4
+    assert np.all(np.abs(F - exact) <= solution.error_bound * exact.sum(1, keepdims=True))
+    np.testing.assert_array_equal(solution.labels, exact.argmax(1))
+
+
+def test_lgc_rows_no_label_reaches_get_the_exact_zero():
+    """A chain with labels, a second chain without any and three isolated points: the rows of the
+    unlabelled pieces have exactly 0 scores in eq. 3.15 (I − αS is block diagonal), and so here;
+    the labelled chain equals a sparse LU's solution (relative to each row's sum, the solve's bound)."""
+    import scipy.sparse.linalg as spla
+
+    W = sp.block_diag([_chain(2500, seed=2), _chain(100, seed=3), sp.csr_matrix((3, 3))], format="csr")
+    n = W.shape[0]
+    lab = np.array([10, 1200, 2400])
+    Yl = np.eye(3)
+    solution = m.lgc_solution(W, lab, Yl, 0.9)
+    F = solution.scores
+    assert np.all(F[2500:] == 0)
+    d = np.asarray(W.sum(1)).ravel()
+    inv = np.where(d > 0, 1 / np.sqrt(np.maximum(d, 1e-300)), 0.0)
+    S = sp.diags(inv) @ W @ sp.diags(inv)
+    Y = np.zeros((n, 3))
+    Y[lab] = Yl
+    exact = 0.1 * spla.spsolve(sp.csc_matrix(sp.identity(n) - 0.9 * S), Y)
+    assert np.all(np.abs(F - exact) <= solution.error_bound * exact.sum(1, keepdims=True))
+    np.testing.assert_array_equal(solution.labels, exact.argmax(1))
+
+
+def test_lgc_decides_rows_whose_scores_underflow_float64():
+    """A uniform chain of 4,000 points labelled at its two ends with different classes: every score
+    of the middle rows is below 1e-300 (~0.63 per hop), so float64 cannot hold F there (its sparse LU
+    returns 0 for both classes). By the chain's mirror symmetry each row takes the class of the nearer
+    end (G(i, 0) = G(n−1−i, n−1) and decreases with i): the staged solve keeps each row's scale as a
+    logarithm and decides every row so."""
+    n = 4000
+    W = sp.csr_matrix(sp.diags([np.ones(n - 1), np.ones(n - 1)], [-1, 1]))
+    solution = m.lgc_solution(W, [0, n - 1], np.eye(2), 0.9)
+    assert solution.log_scale.min() < np.log(1e-300)
+    np.testing.assert_array_equal(solution.labels, np.repeat([0, 1], n // 2))
+
+
+def test_lgc_and_gf_report_cg_iterations_and_residuals_as_progress():
+    """A solve of minutes must show how far it is: through the run context's progress, the
+    registered lgc and gf report every CG iteration with its residual (and lgc the rows resolved),
+    with fractions in [0, 1] that never decrease."""
+    n = solvers.ITERATIVE_MIN_ROWS + 500
+    X, y = blobs(n, seed=13)
+    lab = np.concatenate([np.flatnonzero(y == c)[:4] for c in range(3)])
+    y_split = np.full(n, -1)
+    y_split[lab] = y[lab]
+    split = SemiSupervisedSplit(X, y_split, 3, np.setdiff1d(np.arange(n), lab))
+    for name in ("lgc", "gf"):
+        calls = []
+        ctx = Context(X, progress=lambda f, message: calls.append((f, message)))
+        algo = registry.get(name)()
+        pred = algo.run(split, algo.Params(), ctx)
+        iterations = [msg for _, msg in calls if "CG iteration" in msg and "residual" in msg]
+        assert len(iterations) >= 5, (name, calls[:3])
+        fractions = [f for f, _ in calls]
+        assert all(0 <= f <= 1 for f in fractions) and fractions == sorted(fractions)
+        assert pred.diagnostics["cg_iterations"] == len(iterations)  # one report per iteration

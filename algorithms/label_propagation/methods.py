@@ -10,6 +10,7 @@ with O(nk) non-zeros, then O(C) triangular solves.
 """
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -20,7 +21,7 @@ from malt.errors import DataError
 
 from malt.numerics.graphs import degrees, laplacian, normalized_adjacency
 
-from . import solvers
+from . import resolved, solvers
 
 JITTER = 1e-10
 """Relative ridge on the diagonal of graph components that no label reaches (else singular)."""
@@ -73,7 +74,7 @@ def loose_rows(A: sp.spmatrix, anchor: np.ndarray) -> np.ndarray:
 
 
 def _factor(A: sp.spmatrix, anchor: np.ndarray | None = None, precondition: str = "multigrid",
-            rtol: float | None = None):
+            rtol: float | None = None, progress=None):
     """A solver for the symmetric positive (semi)definite A (`solvers.factor`).
 
     anchor : (n,) ≥ 0, each row's tie to a label (`loose_rows`); the diagonal of a component no
@@ -86,7 +87,7 @@ def _factor(A: sp.spmatrix, anchor: np.ndarray | None = None, precondition: str 
         if loose.any():
             d = np.abs(A.diagonal())
             A = sp.csr_matrix(A + sp.diags(JITTER * np.where(d > 0, d, 1.0) * loose))
-    return solvers.factor(A, precondition, rtol)
+    return solvers.factor(A, precondition, rtol, progress)
 
 
 def _coupling(B) -> np.ndarray:
@@ -100,12 +101,13 @@ def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
     return Y
 
 
-def gaussian_fields(W, labeled, Y_l, rtol: float | None = None) -> np.ndarray:
+def gaussian_fields(W, labeled, Y_l, rtol: float | None = None, progress=None, diagnostics=None) -> np.ndarray:
     """Harmonic solution of Gaussian fields (Zhu et al. 2003), eq. 3.8.
 
     .. math:: f_u = (D_{uu} - W_{uu})^{-1} W_{u\\ell} y_\\ell,\\quad f_\\ell = y_\\ell
 
-    rtol : relative residual of an iterative solve (None: `solvers.CG_RTOL`).
+    rtol : relative residual of an iterative solve (None: `solvers.CG_RTOL`); its iterations go to
+    progress(fraction, message) and their number to ``diagnostics['cg_iterations']`` (a dict).
     """
     W = sp.csr_matrix(W)
     n = W.shape[0]
@@ -115,7 +117,10 @@ def gaussian_fields(W, labeled, Y_l, rtol: float | None = None) -> np.ndarray:
     if unl.size:
         L = laplacian(W)
         Wul = W[unl][:, lab]
-        F[unl] = _factor(L[unl][:, unl], _coupling(Wul), rtol=rtol).solve(np.asarray(Wul @ Y_l))
+        solver = _factor(L[unl][:, unl], _coupling(Wul), rtol=rtol, progress=progress)
+        F[unl] = solver.solve(np.asarray(Wul @ Y_l))
+        if diagnostics is not None:
+            diagnostics["cg_iterations"] = solver.iterations
     return F
 
 
@@ -306,14 +311,14 @@ def tikhonov(W, labeled, Y_l, gamma: float) -> np.ndarray:
     return G + np.outer(g1, mu)
 
 
-def local_global_consistency(W, labeled, Y_l, alpha: float, rtol: float | None = None) -> np.ndarray:
-    """Fixed point of LGC (Zhou et al. 2004), eq. 3.15: F = (1−α)(I − αS)⁻¹Y, S = D^{-1/2}WD^{-1/2}.
+def local_global_consistency(W, labeled, Y_l, alpha: float, rtol: float | None = None, progress=None) -> np.ndarray:
+    """Fixed point of LGC (Zhou et al. 2004), eq. 3.15: F = (1−α)(I − αS)⁻¹Y, S = D^{-1/2}WD^{-1/2}
+    (the scores of `lgc_solution`; rows below ~1e-308 underflow to 0, its ``labels`` do not).
 
-    Y is the one-hot label on labelled rows and 0 elsewhere. I − αS has condition number
-    ≤ (1+α)/(1−α), so large graphs use plain CG on the operator P ↦ P − αSP (never formed), with S
-    in reverse Cuthill–McKee order (`solvers.Reordered`: CG's iterates are permuted, not changed, and
-    each product reads nearby rows; at 100,000 swiss-roll points the solve's time grows with n at
-    slope 1.05 instead of 1.10).
+    rtol : None (default) resolves every row (`resolved`); a number instead stops one CG solve
+        (from ``solvers.ITERATIVE_MIN_ROWS`` rows) at that relative residual ‖b − A x‖/‖b‖ — an error of up to rtol·‖b‖/(1−α) in any entry, so
+        rows far from every label get arbitrary scores (kept for accuracy-matched comparisons with
+        scikit-learn's normwise iterations, tests/benchmarks/bench_label_propagation.py).
 
     With S = Σ_k λ_k v_k v_kᵀ (λ_1 = 1, v_1 ∝ D^{1/2}1 on a connected graph),
     F = Σ_k (1−α)/(1−αλ_k) v_k v_kᵀ Y: as α → 1 the k = 1 term (weight 1, the others shrink like
@@ -323,14 +328,12 @@ def local_global_consistency(W, labeled, Y_l, alpha: float, rtol: float | None =
     """
     W = sp.csr_matrix(W)
     n = W.shape[0]
+    if rtol is None or n < solvers.ITERATIVE_MIN_ROWS:
+        return lgc_solution(W, labeled, Y_l, alpha, progress).scores
     lab, _ = _split(n, labeled)
     Y = np.zeros((n, Y_l.shape[1]))
     Y[lab] = Y_l
-    S = normalized_adjacency(W)
-    if n < solvers.ITERATIVE_MIN_ROWS:
-        return (1 - alpha) * solvers.DirectSolver(sp.identity(n) - alpha * S).solve(Y)
-    # I − αS has unit diagonal (Jacobi is the identity) and κ ≤ (1+α)/(1−α): plain CG, never formed
-    order, S = solvers.locality_order(S)
+    order, S = solvers.locality_order(normalized_adjacency(W))
 
     def operator(P):
         AP = S @ P
@@ -338,8 +341,34 @@ def local_global_consistency(W, labeled, Y_l, alpha: float, rtol: float | None =
         AP += P
         return AP
 
-    cg = solvers.ConjugateGradients(operator, None, solvers.CG_RTOL if rtol is None else rtol)
-    return (1 - alpha) * solvers.Reordered(cg, order).solve(Y)
+    return (1 - alpha) * solvers.Reordered(solvers.ConjugateGradients(operator, None, rtol), order).solve(Y)
+
+
+def lgc_solution(W, labeled, Y_l, alpha: float, progress=None) -> resolved.ResolvedScores:
+    """LGC's scores F = (1−α)(I − αS)⁻¹Y (eq. 3.15) with every row resolved, however far from the
+    labels its scores have decayed, and its decisions (``labels``).
+
+    Below ``solvers.ITERATIVE_MIN_ROWS`` rows a sparse LU (accurate entry by entry: the substitutions
+    with an M-matrix's factors add non-negative terms only); above, the magnitude stages of `resolved`
+    (CG on the operator P ↦ P − αSP, never formed, with S in reverse Cuthill–McKee order so each
+    product reads nearby rows). progress : progress(fraction, message), per CG iteration.
+    """
+    W = sp.csr_matrix(W)
+    n = W.shape[0]
+    lab, _ = _split(n, labeled)
+    Y = np.zeros((n, Y_l.shape[1]))
+    Y[lab] = Y_l
+    S = normalized_adjacency(W)
+    if n < solvers.ITERATIVE_MIN_ROWS:
+        F = (1 - alpha) * solvers.DirectSolver(sp.identity(n) - alpha * S).solve(Y)
+        return resolved.ResolvedScores(F, np.zeros(n), 0, 0, 0.0)
+    d = degrees(W)
+    v = np.where(d > 0, np.sqrt(d), 1.0)  # S v = v (v = 1 on isolated rows, where S is 0)
+    order, S = solvers.locality_order(S)
+    ordered = resolved.resolve(S, alpha, Y[order], v[order], progress=progress)
+    mantissa, log_scale = np.empty_like(ordered.mantissa), np.empty(n)
+    mantissa[order], log_scale[order] = ordered.mantissa, ordered.log_scale + np.log1p(-alpha)
+    return dataclasses.replace(ordered, mantissa=mantissa, log_scale=log_scale)
 
 
 def lgc_limit_class(W, labeled, y_l, n_classes: int) -> int:

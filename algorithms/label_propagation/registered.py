@@ -67,6 +67,12 @@ class _GraphAlgorithm(Algorithm):
     def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):  # pragma: no cover - interface
         raise NotImplementedError
 
+    def decide(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx, progress=None):
+        """(scores (n, C), labels (n,)) of the final fit; ``progress`` (fraction, message) hears of
+        a long solve. Here the argmax of `scores`; a method whose scores can underflow overrides it."""
+        F = self.scores(W, nbrs, Xs, lab, y_l, C, params, diag, ctx)
+        return F, np.argmax(F, axis=1)
+
     def grids(self, params) -> dict:
         return {"k": params.k_grid, **{name: getattr(params, f"{name}_grid") for name in self.own_grids}}
 
@@ -120,8 +126,9 @@ class _GraphAlgorithm(Algorithm):
             params, lists_k = self.choose(split, params, ctx, lab, y[lab], C, diag)
         W, nbrs, Xs = self._inputs(split, params, ctx, lists_k)
         diag["edges"] = int(W.nnz // 2)
-        F = self.scores(W, nbrs, Xs, lab, y[lab], C, params, diag, ctx)
-        labels = np.argmax(F, axis=1)
+        start = 0.9 if lists_k is not None else 0.0  # inner CV reported 0–0.9
+        F, labels = self.decide(W, nbrs, Xs, lab, y[lab], C, params, diag, ctx,
+                                progress=lambda f, message: ctx.progress(start + (1 - start) * f, message))
         return Prediction(scores=F, labels=labels, diagnostics=diag)
 
 
@@ -134,6 +141,10 @@ class GaussianFields(_GraphAlgorithm):
 
     def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
         return m.gaussian_fields(W, lab, m.one_hot(y_l, C))
+
+    def decide(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx, progress=None):
+        F = m.gaussian_fields(W, lab, m.one_hot(y_l, C), progress=progress, diagnostics=diag)
+        return F, np.argmax(F, axis=1)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,14 +177,32 @@ class AlphaParams(GraphParams):
 
 @register
 class LGC(_GraphAlgorithm):
-    """Local and global consistency (Zhou et al. 2004): F = (1−α)(I − αS)⁻¹Y (eq. 3.15)."""
+    """Local and global consistency (Zhou et al. 2004): F = (1−α)(I − αS)⁻¹Y (eq. 3.15), every row
+    resolved however far its scores have decayed (`methods.lgc_solution`); the labels come from each
+    row's own scale, so a row whose scores underflow float64 is still decided."""
 
     name = "lgc"
     Params = AlphaParams
     own_grids = ("alpha",)
+    version = "3"
+    """3: from 2,000 points the scores of rows far from the labels are resolved (magnitude stages,
+    `resolved`) instead of left below one CG solve's error (relative residual 1e-8); fewer points:
+    unchanged (sparse LU)."""
 
     def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
-        return m.local_global_consistency(W, lab, m.one_hot(y_l, C), params.alpha)
+        return m.lgc_solution(W, lab, m.one_hot(y_l, C), params.alpha).scores
+
+    def held_out_scores(self, W, nbrs, Xs, lab, y_l, C, params, ctx):
+        """Inner CV reads the argmax of the held-out rows: here each row's scores up to a positive
+        factor of that row (`ResolvedScores.mantissa`), which never underflow."""
+        Yl = m.one_hot(y_l, C)
+        return lambda train, val: m.lgc_solution(W, lab[train], Yl[train], params.alpha).mantissa[lab[val]]
+
+    def decide(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx, progress=None):
+        solution = m.lgc_solution(W, lab, m.one_hot(y_l, C), params.alpha, progress)
+        diag.update(stages=solution.stages, cg_iterations=solution.iterations,
+                    uncertain_rows=solution.uncertain_rows)
+        return solution.scores, solution.labels
 
 
 @dataclass(frozen=True, kw_only=True)

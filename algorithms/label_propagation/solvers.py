@@ -65,15 +65,32 @@ def is_m_matrix(A: sp.spmatrix) -> bool:
     return bool(np.all(A.data[off] <= 0))
 
 
-def factor(A: sp.spmatrix, precondition: str = "multigrid", rtol: float | None = None):
+def factor(A: sp.spmatrix, precondition: str = "multigrid", rtol: float | None = None, progress=None):
     """A solver for the symmetric positive definite A (see the module docstring for the choice);
-    ``rtol`` overrides ``CG_RTOL`` for an iterative solve."""
+    ``rtol`` overrides ``CG_RTOL`` for an iterative solve, whose iterations are reported to
+    progress(fraction, message) (`cg_progress`)."""
     A = sp.csr_matrix(A)
     if A.shape[0] < ITERATIVE_MIN_ROWS or not is_m_matrix(A):
         return DirectSolver(A)
     order, A = locality_order(A)
     M = Multigrid(A) if precondition == "multigrid" else Jacobi(A)
-    return Reordered(ConjugateGradients(A, M, CG_RTOL if rtol is None else rtol), order)
+    callback = None if progress is None else cg_progress(progress)
+    return Reordered(ConjugateGradients(A, M, CG_RTOL if rtol is None else rtol, callback=callback), order)
+
+
+def cg_progress(progress):
+    """A `ConjugateGradients` callback reporting to progress(fraction, message): the iteration, the
+    residual and its goal; the fraction is how far the residual has come from its first value to the
+    goal on a log scale (the largest so far: CG's residual need not fall monotonically)."""
+    state = {"first": None, "fraction": 0.0}
+
+    def callback(iteration, residual, goal):
+        first = state["first"] = state["first"] or residual
+        if first > goal > 0 and residual > 0:
+            state["fraction"] = max(state["fraction"], min(1.0, np.log(first / residual) / np.log(first / goal)))
+        progress(state["fraction"], f"CG iteration {iteration}, residual {residual:.1e} (goal {goal:.1e})")
+
+    return callback
 
 
 def locality_order(A: sp.spmatrix) -> tuple[np.ndarray, sp.csr_matrix]:
@@ -154,24 +171,35 @@ class ConjugateGradients:
         gets flexible CG (Notay 2000): the Polak–Ribière direction update
         β = z₊ᵀ(r₊ − r) / zᵀr, which equals the Fletcher–Reeves β = z₊ᵀr₊ / zᵀr of standard CG when
         M is linear and keeps the iteration convergent when it is not.
+    atol : a column has also converged once ‖b − A x‖ ≤ atol (an absolute residual shared by the
+        columns: their scale then need not be resolved below it).
+    callback : called after every iteration as callback(iteration, largest residual ‖b − A x‖ of a
+        column still iterating, its goal) — the recurrence's residual, for progress reports.
 
     Every iteration is one product with A for all columns and a few in-place block updates; a
     converged column keeps its solution (its step is 0 from then on).
     """
 
-    def __init__(self, A, precondition=None, rtol: float = CG_RTOL, maxiter: int = CG_MAXITER):
+    def __init__(self, A, precondition=None, rtol: float = CG_RTOL, maxiter: int = CG_MAXITER, *,
+                 atol: float = 0.0, callback=None):
         self.matvec = A if callable(A) and not sp.issparse(A) else sp.csr_matrix(A).__matmul__
-        self.M, self.rtol, self.maxiter = precondition, rtol, maxiter
+        self.M, self.rtol, self.maxiter, self.atol = precondition, rtol, maxiter, atol
         self.flexible = bool(getattr(precondition, "nonlinear", False))
+        self.callback = callback
         self.iterations = 0
 
-    def solve(self, B: np.ndarray) -> np.ndarray:
+    def solve(self, B: np.ndarray, x0: np.ndarray | None = None) -> np.ndarray:
+        """A⁻¹B, from X = 0 or from the guess ``x0`` (the shape of B)."""
         B = np.asarray(B, dtype=float)
         shape = B.shape
         B = B.reshape(shape[0], -1)
-        X = np.zeros_like(B)
-        R = B.copy()
-        goal = (self.rtol * np.linalg.norm(B, axis=0)) ** 2
+        if x0 is None:
+            X = np.zeros_like(B)
+            R = B.copy()
+        else:
+            X = np.array(x0, dtype=float).reshape(B.shape)
+            R = B - self.matvec(X)
+        goal = np.maximum(self.rtol * np.linalg.norm(B, axis=0), self.atol) ** 2
         rr = _dots(R, R)
         active = rr > goal
         Z = R if self.M is None else self.M(R)
@@ -191,13 +219,16 @@ class ConjugateGradients:
             AP *= step  # = r − r₊
             R -= AP
             rr = _dots(R, R)
+            if self.callback is not None:
+                worst = int(np.argmax(np.where(active, rr / np.maximum(goal, 1e-300), -1.0)))
+                self.callback(it, float(np.sqrt(rr[worst])), float(np.sqrt(goal[worst])))
             active &= rr > goal
             if not active.any():
                 break
             Z = R if self.M is None else self.M(R)
             rz_new = rr if self.M is None else _dots(R, Z)
             numerator = -_dots(Z, AP) if self.flexible else rz_new  # z₊ᵀ(r₊ − r), or z₊ᵀr₊
-            P *= np.where(active, numerator / rz, 0.0)
+            P *= np.where(active, numerator / np.where(active, rz, 1.0), 0.0)
             P += Z
             rz = rz_new
         self.iterations = max(self.iterations, it)
