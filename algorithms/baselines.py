@@ -78,9 +78,12 @@ def label_ranking_loss(Y: np.ndarray, S: np.ndarray) -> float:
     """Ranking loss (dissertation 4.17) of scores S for labels Y, an unknown entry counted as not
     relevant: the share of a row's (relevant, irrelevant) label pairs ranked wrongly, ties counted
     wrong and rows without such pairs as 0 — scikit-learn's `label_ranking_loss`, which
-    tests/test_multilabel_metrics_sklearn.py shows equal to the task's metric."""
+    tests/test_multilabel_metrics_sklearn.py shows equal to the task's metric. With one label no
+    row has a pair, so the loss is 0 (scikit-learn refuses that shape as "binary")."""
     from sklearn.metrics import label_ranking_loss as sklearn_ranking_loss
 
+    if Y.ndim != 2 or Y.shape[1] < 2 or Y.shape[0] == 0:
+        return 0.0
     return float(sklearn_ranking_loss(np.nan_to_num(Y, nan=0.0).astype(int), S))
 
 
