@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from malt.numerics import linalg
-from malt.params import Interval, NoParams, Options, Params, param
+from malt.params import Interval, NoParams, Options, Params, When, param
 from malt.registry import Algorithm, register
 from malt.numerics.selection import InnerCVParams, Selection, candidates, inner_fold_ids, select
 from malt.splits import Prediction
@@ -225,9 +225,10 @@ class MLSVMParams(MultilabelCVParams):
     kernel: str = param("rbf", "SVM kernel ('rbf' by default: on scene's given split it lifts average precision from "
                         "85.0 to 88.2 % over the linear kernel)", Options("linear", "rbf"))
     gamma_scale: float = param(1.0, "RBF width γ as a multiple of scikit-learn's 'scale', 1 / (d · var(X))",
-                               Interval(0, None, "neither"))
+                               Interval(0, None, "neither"), active_when=When(kernel="rbf"))
     gamma_scale_grid: tuple[float, ...] = param((0.5, 1.0, 2.0), "candidates for gamma_scale (select=inner-cv, "
-                                                "kernel=rbf)", Interval(0, None, "neither"))
+                                                "kernel=rbf)", Interval(0, None, "neither"),
+                                                active_when=When(kernel="rbf"))
     scale: bool = param(True, "standardise features on the training rows")
 
 

@@ -35,7 +35,7 @@ from typing import Callable
 
 import numpy as np
 
-from malt.params import Interval, Options, param
+from malt.params import Interval, Options, When, param
 from malt.registry import Algorithm, register
 from malt.numerics.selection import candidates
 from malt.splits import Prediction
@@ -117,9 +117,9 @@ class CLRParams(MultilabelCVParams):
                          "'logistic' (L2 logistic regression)", Options("svm", "logistic"))
     C_grid: tuple[float, ...] = param((1.0, 3.0, 10.0), "candidates for C (select=inner-cv)", Interval(0, None, "neither"))
     gamma_scale: float = param(1.0, "RBF width γ of the SVMs as a multiple of 1 / (d · var(X)) (scikit-learn's 'scale')",
-                               Interval(0, None, "neither"))
+                               Interval(0, None, "neither"), active_when=When(learner="svm"))
     gamma_scale_grid: tuple[float, ...] = param((0.5, 1.0, 2.0), "candidates for gamma_scale (select=inner-cv, "
-                                                "learner=svm)", Interval(0, None, "neither"))
+                                                "learner=svm)", Interval(0, None, "neither"), active_when=When(learner="svm"))
     voting: str = param("soft", "'soft': add the pairwise probabilities (weighted voting); 'hard': count comparisons won",
                         Options("soft", "hard"))
 

@@ -65,9 +65,10 @@ def _strings(value, list_valued: bool = False) -> str:
     return str(value)
 
 
-def algorithm_grid(algos, params: Mapping[str, Any]) -> list:
+def algorithm_grid(algos, params: Mapping[str, Any], task: str | None = None) -> list:
     """(algorithm class, Params) for every algorithm × combination of swept values. A value is one
-    setting, a list of values a sweep (a tuple is one value of a list-valued parameter)."""
+    setting, a list of values a sweep (a tuple is one value of a list-valued parameter). A parameter
+    given where its algorithm would not use it (on ``task``, with the other values) is refused."""
     from malt.params import grid
 
     used, entries = set(), []
@@ -75,7 +76,7 @@ def algorithm_grid(algos, params: Mapping[str, Any]) -> list:
         lists = {info.name for info in algo.Params._fields() if info.is_list}
         mine = {k: _strings(v, k in lists) for k, v in params.items() if k in algo.Params.names()}
         used |= set(mine)
-        entries += [(algo, p) for p in grid(algo.Params, mine)]
+        entries += [(algo, p) for p in grid(algo.Params, mine, {"task": task} if task else None)]
     unused = set(params) - used
     if unused:
         name = sorted(unused)[0]
@@ -128,7 +129,7 @@ def plan_experiment(algorithms, dataset, *, task=None, params=None, repo=None, l
         registry.check_task(algo, chosen.name)
     opts = task_options(chosen, options)
     chosen.check(data, opts)
-    return engine.Plan(data, source, chosen, opts, algorithm_grid(algos, params or {}))
+    return engine.Plan(data, source, chosen, opts, algorithm_grid(algos, params or {}, chosen.name))
 
 
 def cv(algorithms: str | Iterable[str], dataset: str, *, task: str | None = None,
@@ -188,8 +189,7 @@ def rerun(repo="results", *, experiments: Iterable[str] = (), algorithms: Iterab
             for item in spec["plan"]:
                 if names and item["algorithm"] not in names:
                     continue
-                algo = registry.get(item["algorithm"])
-                entries.append((algo, algo.Params(**item["params"])))
+                entries.append(planned_entry(exp, item, task.name))
             if not entries:
                 continue
             plan = engine.Plan(dataset, spec.get("source") or {"kind": "legacy", "ref": spec.get("dataset_ref")},
@@ -205,6 +205,23 @@ def rerun(repo="results", *, experiments: Iterable[str] = (), algorithms: Iterab
                 raise
             on_error(exp, err)
     return runs
+
+
+def planned_entry(experiment: str, item: dict, task: str) -> tuple:
+    """(algorithm class, Params) of one item of a stored plan; a setting today's declarations refuse
+    (a parameter it does not use) names the `malt forget` that removes it."""
+    from malt import registry
+
+    algo = registry.get(item["algorithm"])
+    try:
+        params = algo.Params(**item["params"])
+        params.check_active(item["params"], {"task": task})
+    except InvalidParameterError as err:
+        forget = " ".join(f"--param {k}={_strings(v)}" for k, v in sorted(item["params"].items()))
+        raise InvalidParameterError(f"the setting {item.get('display') or algo.name} of {experiment} is refused "
+                                    f"today ({err}); `malt forget {experiment} --algo {algo.name} {forget}` "
+                                    "removes it.") from None
+    return algo, params
 
 
 @dataclass
