@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from malt.results import ResultSet
 from tests.helpers import figure_script
 
 
@@ -31,4 +32,4 @@ def test_majority_cells_from_a_real_run(ge, tmp_path):
     assert v is not None and len(v) == 5
     allowed = [100 * (212 - m) / 539 for m in (11, 12)]
     assert all(min(abs(x - a) for a in allowed) < 1e-9 for x in v)
-    assert ge.predicted_share([tmp_path], f, "sklearn-breast-cancer", 30, "majority", ge.DEFAULT_PARAMS, 0) == 0.0
+    assert ge.predicted_share([ResultSet.load(tmp_path)], f, "sklearn-breast-cancer", 30, "majority", ge.DEFAULT_PARAMS, 0) == 0.0

@@ -159,7 +159,7 @@ def test_report_puts_published_numbers_beside_ours(repo, tmp_path):
     from malt.results.report import published, write_report
 
     reference = published()
-    files = sorted((Path(__file__).parents[1] / "malt" / "published").glob("*.csv"))
+    files = sorted((Path(__file__).parents[1] / "malt" / "results" / "published").glob("*.csv"))
     assert len(reference) == sum(len(f.read_text().strip().splitlines()) - 1 for f in files)
     assert (reference.source.str.startswith("Agovic 2011, Table 4")).sum() == 130  # Tables 4.4-4.7 as printed: 30 + 30 + 10 + 10 + 25 + 25
     row = reference[(reference.source == "Agovic 2011, Table 4.4") & (reference.algorithm == "mllr")

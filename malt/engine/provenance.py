@@ -23,7 +23,7 @@ from malt.numerics.threads import default_threads
 @functools.lru_cache(maxsize=1)
 def code_revision() -> dict:
     """The git revision of the malt source tree, when malt runs from a checkout ({} otherwise)."""
-    source = Path(__file__).resolve().parent.parent
+    source = Path(__file__).resolve().parents[2]  # malt/engine/provenance.py -> the checkout
     try:
         head = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True,
                               timeout=5)
