@@ -134,13 +134,15 @@ def plan_experiment(algorithms, dataset, *, task=None, params=None, repo=None, l
 
 def cv(algorithms: str | Iterable[str], dataset: str, *, task: str | None = None,
        params: Mapping[str, Any] | None = None, repo="results", labels: str | None = None, jobs: int = 1,
-       scheduler: str | None = None, threads: int | None = None, wait: bool = False, quiet: bool = True,
+       scheduler: str | None = None, threads: int | None = None, wait: bool = False, quiet: bool | None = None,
        cache: bool = True, **options) -> Run:
     """Cross-validate algorithms on a dataset into the repository (stored units are not recomputed).
 
     ``params``: algorithm parameters, a list of values sweeps; ``options``: task options
     (``missing=0.3``, ``folds=10``, ``split="given"``...); ``cache=False`` makes every unit compute its
-    neighbour graphs and eigenbases itself (timing studies). Returns the experiment id and counts.
+    neighbour graphs and eigenbases itself (timing studies); ``quiet``: None shows progress (units
+    done, the running units' own progress, an ETA) on stderr when it is a terminal, False always, True
+    never. Returns the experiment id and counts.
     """
     from malt.engine import runner as engine
     from malt.engine.migrate import migrate_if_needed
@@ -160,7 +162,7 @@ def cv(algorithms: str | Iterable[str], dataset: str, *, task: str | None = None
 
 
 def rerun(repo="results", *, experiments: Iterable[str] = (), algorithms: Iterable[str] = (), jobs: int = 1,
-          scheduler: str | None = None, threads: int | None = None, wait: bool = False, quiet: bool = True,
+          scheduler: str | None = None, threads: int | None = None, wait: bool = False, quiet: bool | None = None,
           on_error=None) -> list[Run]:
     """Finish what interruptions left (and retry failed units) in every experiment (or those named);
     with ``algorithms``, recompute every unit of those. An experiment that cannot be reopened is

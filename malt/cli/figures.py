@@ -17,6 +17,7 @@ def _filters(func):
         click.option("--experiment", "experiments", multiple=True, help="Only these experiment ids (repeatable)."),
         click.option("--where", "where", multiple=True,
                      help="Only experiments whose task option matches, name=value (e.g. missing=0.3)."),
+        click.option("--quiet", is_flag=True, help="No progress line on stderr."),
         click.option("--diagnostic", "diagnostics", multiple=True,
                      help="Draw or tabulate this recorded diagnostic instead of the metrics (fit_seconds, "
                           "fit_cpu_seconds, iterations, ...): speed and convergence from stored experiments."),
@@ -25,7 +26,15 @@ def _filters(func):
     return func
 
 
-def load_filtered(path, datasets=(), tasks=(), algos=(), metrics=(), experiments=(), where=(), diagnostics=()):
+def figure_progress(label: str, quiet: bool):
+    """The ``progress`` of `plot_all`: a progress line over the figures (see `malt.engine.progress`)."""
+    from malt.engine.progress import Counter
+
+    return lambda total: Counter(total, label, quiet).step
+
+
+def load_filtered(path, datasets=(), tasks=(), algos=(), metrics=(), experiments=(), where=(), diagnostics=(),
+                  quiet=False):
     """ResultSet.load(path) restricted by the command-line filters; raises if nothing is left."""
     from malt.results.plotting import option_matches
     from malt.results.result_set import ResultSet
@@ -97,7 +106,8 @@ def plot(path, out, error, formats, across_datasets, posthoc, control, alpha, **
             click.echo(str(item.paths[0]))
         click.echo(f"{len(outputs)} critical-difference diagram(s) written to {out}", err=True)
         return
-    outputs = plot_all(rs, out, error=error, formats=tuple(formats) or ("png", "pdf"))
+    outputs = plot_all(rs, out, error=error, formats=tuple(formats) or ("png", "pdf"),
+                       progress=figure_progress(f"plot {out}", filters["quiet"]))
     for item in outputs:
         click.echo(str(item.paths[0]))
     click.echo(f"{len(outputs)} figure(s) written to {out}", err=True)
@@ -169,7 +179,8 @@ def report(path, out, error, open_page, **filters):
     from malt.results.report import write_report
 
     rs = load_filtered(path, **filters)
-    md, page = write_report(rs, out, source=str(path), error=error, metrics=list(filters["metrics"]) or None)
+    md, page = write_report(rs, out, source=str(path), error=error, metrics=list(filters["metrics"]) or None,
+                            progress=figure_progress(f"report {out}: figures", filters["quiet"]))
     click.echo(str(md))
     click.echo(str(page))
     if open_page:

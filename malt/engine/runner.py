@@ -33,7 +33,7 @@ import numpy as np
 from malt import registry
 from malt.engine import provenance
 from malt.engine.context import Context, MemoryCache
-from malt.engine.progress import Progress
+from malt.engine.progress import Progress, prior_costs
 from malt.errors import MaltError
 from malt.numerics.threads import blas_threads
 from malt.params import Params
@@ -59,6 +59,11 @@ class Unit:
     @property
     def seed(self) -> int:
         return int(self.key[:8], 16)
+
+    @property
+    def setting(self) -> tuple[str, str]:
+        """(algorithm, params key): the units of one setting cost about the same."""
+        return self.algorithm, self.params.key()
 
     @property
     def display(self) -> str:
@@ -175,6 +180,8 @@ def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str |
         with contextlib.suppress(ImportError):  # a missing module fails the run itself, with its record
             importlib.import_module(module)
     packed = None
+    if progress is not None:
+        progress(0.0, "")  # the unit has started
     start, cpu = time.perf_counter(), time.process_time()
     try:
         with (warnings.catch_warnings(record=True) as caught,
@@ -214,6 +221,33 @@ def rescore_unit(dataset, task: Task, options: Params, record: dict, packed: dic
         scores = dict(record.get("metrics", {}), **{k: v for k, v in scores.items() if k in only})
     return dict(record, metrics=scores, metric_versions=metric_versions(task, scores), rescored=time.time(),
                 timestamp=time.time())
+
+
+def measured_first(units: list[Unit]) -> list[Unit]:
+    """The first unit of every setting, then the rest in plan order: what each setting costs is
+    measured early, so the ETA of a run mixing cheap and expensive settings is right from the start
+    (a unit's numbers never depend on when it runs: its seed comes from its key)."""
+    seen: set = set()
+    first = [u for u in units if u.setting not in seen and not seen.add(u.setting)]
+    chosen = {u.key for u in first}
+    return first + [u for u in units if u.key not in chosen]
+
+
+def similar_records(repo, plan: Plan, limit: int = 20) -> list[dict]:
+    """Unit records of other experiments on the same data (what their units cost: the ETA's prior)."""
+    records: list[dict] = []
+    for experiment in repo.experiments():
+        if experiment == plan.experiment or limit <= 0:
+            continue
+        files = repo.experiment(experiment)
+        try:
+            if files.is_legacy or files.read_spec().get("dataset_hash") != plan.dataset.hash:
+                continue
+            records += list(files.read_log()[0].values())
+        except MaltError:
+            continue
+        limit -= 1
+    return records
 
 
 def _die_with_parent() -> None:
@@ -304,7 +338,7 @@ def _version_of(plan: Plan, record: dict) -> str | None:
 
 
 def execute(repo, plan: Plan, *, force: set[str] = frozenset(), jobs: int = 1, scheduler: str | None = None,
-            quiet: bool = False, wait: bool = False, threads: int | None = None, cache: bool = True) -> Counts:
+            quiet: bool | None = False, wait: bool = False, threads: int | None = None, cache: bool = True) -> Counts:
     """Run the plan's missing units (and every unit of the algorithms in ``force``) into ``repo``.
     ``cache=False``: no unit reads or stores shared artifacts (neighbour graphs, eigenbases), so each
     unit's recorded seconds are its whole cost.
@@ -320,13 +354,15 @@ def execute(repo, plan: Plan, *, force: set[str] = frozenset(), jobs: int = 1, s
         stored, _, _ = files.read_log()
         units = plan.units()
         counts.planned = len(units)
-        todo = [u for u in units if u.algorithm in force or not _current(stored.get(u.key), u, plan.task)]
+        todo = measured_first([u for u in units if u.algorithm in force or not _current(stored.get(u.key), u, plan.task)])
         counts.stored = counts.planned - len(todo)
         if not todo:
             return counts
         session = writer.session(provenance.session_info(plan.dataset, threads=threads, jobs=jobs))
         reusable = stored_predictions(repo, plan, {u.key for u in todo if u.algorithm not in force})
-        progress = Progress(len(todo), plan.experiment, quiet, jobs)
+        progress = Progress([(u.key, u.setting, f"{u.display} fold {u.fold}") for u in todo], plan.experiment, quiet,
+                            1 if scheduler else jobs,
+                            prior_costs(list(stored.values()) + similar_records(repo, plan)))
         try:
             for unit in [u for u in todo if u.key in reusable]:
                 record, packed, source = reusable[unit.key]
@@ -337,7 +373,7 @@ def execute(repo, plan: Plan, *, force: set[str] = frozenset(), jobs: int = 1, s
                     new.pop("predictions", None)
                     writer.commit(dict(new, predictions_from=source), packed)
                 counts.rescored += 1
-                progress.unit_done()
+                progress.unit_done(unit.key)
             run = [u for u in todo if u.key not in reusable]
             cache_path = str(repo.path) if cache else None
             for outcome in _results(plan, run, cache_path, jobs, scheduler, threads, progress):
@@ -358,7 +394,7 @@ def execute(repo, plan: Plan, *, force: set[str] = frozenset(), jobs: int = 1, s
                 if failed:
                     counts.failed += 1
                     counts.failures.append((record["display"], record["fold"], record["error"]))
-                progress.unit_done(failed)
+                progress.unit_done(record["unit"], failed, record.get("fit_seconds"))
         finally:
             writer.end_session(session)
         writer.compact()
@@ -387,11 +423,11 @@ def _results(plan: Plan, todo: list[Unit], cache_path: str | None, jobs: int, sc
              threads: int | None, progress: Progress):
     args = (plan.task, plan.options)
     if scheduler:
-        yield from _dask_results(plan, todo, cache_path, scheduler, threads)
+        yield from _dask_results(plan, todo, cache_path, scheduler, threads, progress)
         return
     if jobs == 1:
         for unit in todo:
-            yield run_unit(plan.dataset, *args, unit, cache_path, threads, progress.unit_progress)
+            yield run_unit(plan.dataset, *args, unit, cache_path, threads, progress.reporter(unit.key))
         return
     # the first units run here and say what a unit costs (the first alone also pays warm-up: imports,
     # first reads, so a cheap one is sampled twice); workers start only if they pay
@@ -399,19 +435,20 @@ def _results(plan: Plan, todo: list[Unit], cache_path: str | None, jobs: int, sc
     seconds, sampled = float("inf"), 0
     while sampled < min(2, len(todo)) and (sampled == 0 or seconds < start_cost):
         start = time.perf_counter()
-        yield run_unit(plan.dataset, *args, todo[sampled], cache_path, threads, progress.unit_progress)
+        yield run_unit(plan.dataset, *args, todo[sampled], cache_path, threads, progress.reporter(todo[sampled].key))
         seconds = min(seconds, time.perf_counter() - start)
         sampled += 1
     rest = todo[sampled:]
     fork = _can_fork()
-    if seconds * len(rest) < 2 * WORKER_START_SECONDS["fork" if fork else "loky"]:
+    now = time.perf_counter()
+    expected = sum(progress.cost(u.setting, now)[0] or seconds for u in rest)
+    if expected < 2 * WORKER_START_SECONDS["fork" if fork else "loky"]:
         for unit in rest:
-            yield run_unit(plan.dataset, *args, unit, cache_path, threads, progress.unit_progress)
+            yield run_unit(plan.dataset, *args, unit, cache_path, threads, progress.reporter(unit.key))
         return
-    size = max(1, min(int(BATCH_SECONDS / max(seconds, 1e-6)), math.ceil(len(rest) / (4 * jobs))))
-    batches = [rest[i:i + size] for i in range(0, len(rest), size)]
+    batches = _batches(rest, progress, jobs, seconds)
     if fork:
-        yield from _forked_results(plan, batches, cache_path, jobs, threads)
+        yield from _forked_results(plan, batches, cache_path, jobs, threads, progress)
         return
     from joblib import Parallel, delayed
 
@@ -421,42 +458,111 @@ def _results(plan: Plan, todo: list[Unit], cache_path: str | None, jobs: int, sc
         yield from outcomes
 
 
+def _batches(units: list[Unit], progress: Progress, jobs: int, sampled: float) -> list[list[Unit]]:
+    """Units of one setting in batches of about BATCH_SECONDS (cheap units travel together, one pickled
+    dataset per batch), at least four batches per worker; a setting of unknown cost goes one by one."""
+    now = time.perf_counter()
+    settings: dict[tuple, list[Unit]] = {}
+    for unit in units:
+        settings.setdefault(unit.setting, []).append(unit)
+    batches = []
+    for setting, group in settings.items():
+        cost = progress.cost(setting, now)[0]
+        cost = sampled if cost is None and len(settings) == 1 else cost
+        size = 1 if cost is None else max(1, min(int(BATCH_SECONDS / max(cost, 1e-6)), math.ceil(len(group) / (4 * jobs))))
+        batches += [group[i:i + size] for i in range(0, len(group), size)]
+    return batches
+
+
+POLL_SECONDS = 0.2
+"""How often the driver looks at its workers' progress reports while waiting for units."""
+
+
+class UnitReporter:
+    """A unit's ``ctx.progress`` in a worker: (unit key, fraction, message) through ``send`` — its start,
+    then a report once ``SECONDS`` have passed or the fraction moved by ``STEP`` (a report never fails
+    the unit)."""
+
+    SECONDS = 0.25
+    STEP = 0.2
+
+    def __init__(self, key: str, send):
+        self.key, self.send, self.last, self.sent = key, send, float("-inf"), -1.0
+
+    def __call__(self, fraction: float, message: str = "") -> None:
+        now = time.monotonic()
+        if fraction > 0 and now - self.last < self.SECONDS and fraction - self.sent < self.STEP:
+            return
+        self.last, self.sent = now, fraction
+        try:
+            self.send((self.key, float(fraction), str(message)))
+        except Exception:
+            pass
+
+
 _FORKED_PLAN: "Plan | None" = None
 """The plan a forked worker inherits from the driver (so the dataset is never pickled to it)."""
+_FORKED_CHANNEL = None
+"""The queue a forked worker's units report their progress through."""
 
 
-def _forked_results(plan: Plan, batches: list[list[Unit]], cache_path: str | None, jobs: int, threads: int | None):
+def _forked_results(plan: Plan, batches: list[list[Unit]], cache_path: str | None, jobs: int, threads: int | None,
+                    progress: Progress):
     """Batches on `jobs` processes forked from this one, outcomes in the order they finish; if the
     driver stops consuming (an error while committing), batches not yet started are cancelled."""
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    global _FORKED_PLAN
-    _FORKED_PLAN = plan
-    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"))
+    global _FORKED_PLAN, _FORKED_CHANNEL
+    context = multiprocessing.get_context("fork")
+    _FORKED_PLAN, _FORKED_CHANNEL = plan, context.SimpleQueue()
+    channel = _FORKED_CHANNEL
+    pool = ProcessPoolExecutor(jobs, mp_context=context)
     try:
-        futures = [pool.submit(_run_forked_batch, batch, cache_path, threads, jobs) for batch in batches]
-        for future in as_completed(futures):
-            yield from future.result()
+        waiting = {pool.submit(_run_forked_batch, batch, cache_path, threads, jobs) for batch in batches}
+        while waiting:
+            done, waiting = wait(waiting, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+            while not channel.empty():
+                progress.report(*channel.get())
+            for future in done:
+                yield from future.result()
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-        _FORKED_PLAN = None
+        _FORKED_PLAN = _FORKED_CHANNEL = None
 
 
 def _run_forked_batch(units: list[Unit], cache_path: str | None, threads: int | None, jobs: int) -> list[Outcome]:
     plan = _FORKED_PLAN
-    return run_batch(plan.dataset, plan.task, plan.options, units, cache_path, threads, jobs)
+    return run_batch(plan.dataset, plan.task, plan.options, units, cache_path, threads, jobs, _FORKED_CHANNEL.put)
 
 
 def run_batch(dataset, task: Task, options: Params, units: list[Unit], cache_path: str | None, threads: int | None,
-              jobs: int) -> list[Outcome]:
-    """Several units in one worker call (one transfer of the dataset for all of them)."""
-    return [run_unit(dataset, task, options, unit, cache_path, threads, None, jobs) for unit in units]
+              jobs: int, send=None) -> list[Outcome]:
+    """Several units in one worker call (one transfer of the dataset for all of them); ``send``
+    carries their progress reports to the driver."""
+    return [run_unit(dataset, task, options, unit, cache_path, threads,
+                     None if send is None else UnitReporter(unit.key, send), jobs) for unit in units]
 
 
-def _dask_results(plan: Plan, todo: list[Unit], cache_path: str | None, scheduler: str, threads: int | None):
+class DaskEvents:
+    """Sends a unit's progress reports from a Dask worker to the driver (an event topic of the scheduler)."""
+
+    def __init__(self, topic: str):
+        self.topic = topic
+
+    def __call__(self, message) -> None:
+        from distributed import get_worker
+
+        get_worker().log_event(self.topic, list(message))
+
+
+def _dask_results(plan: Plan, todo: list[Unit], cache_path: str | None, scheduler: str, threads: int | None,
+                  progress: Progress):
+    import collections
+    import secrets
+
     try:
-        from dask.distributed import Client, as_completed
+        from dask.distributed import Client
     except ImportError:
         raise MaltError("--scheduler needs Dask: install the optional extra with `pip install 'malt[distributed]'`.")
     try:
@@ -465,17 +571,31 @@ def _dask_results(plan: Plan, todo: list[Unit], cache_path: str | None, schedule
         raise MaltError(f"Cannot reach the Dask scheduler at {scheduler} ({str(err).splitlines()[0]}); start it with "
                         "`dask scheduler` or check the address (tcp://HOST:PORT).") from None
     try:
+        progress.jobs = max(1, sum(client.nthreads().values()))
+        topic = f"malt-progress-{secrets.token_hex(6)}"
+        events: collections.deque = collections.deque()
+        client.subscribe_topic(topic, lambda event: events.append(event[1]))
         dataset = client.scatter(plan.dataset, broadcast=True)
-        futures = [client.submit(run_unit, dataset, plan.task, plan.options, unit, cache_path, threads,
-                                 key=f"malt-{unit.key}", pure=False, retries=2)
+        waiting = [client.submit(run_unit, dataset, plan.task, plan.options, unit, cache_path, threads,
+                                 UnitReporter(unit.key, DaskEvents(topic)), key=f"malt-{unit.key}", pure=False,
+                                 retries=2)
                    for unit in todo]
-        for future in as_completed(futures):
-            try:
-                yield future.result()
-            except Exception as err:  # the cluster lost the unit (scheduler or all its workers gone)
-                raise MaltError(f"The Dask cluster at {scheduler} failed ({type(err).__name__}: "
-                                f"{str(err).splitlines()[0] if str(err) else ''}); finished units are stored, "
-                                "`malt rerun` completes the rest.") from None
+        while waiting:
+            done = [f for f in waiting if f.done()]
+            while events:
+                progress.report(*events.popleft())
+            if not done:
+                time.sleep(POLL_SECONDS)
+                continue
+            finished = {id(f) for f in done}
+            waiting = [f for f in waiting if id(f) not in finished]
+            for future in done:
+                try:
+                    yield future.result()
+                except Exception as err:  # the cluster lost the unit (scheduler or all its workers gone)
+                    raise MaltError(f"The Dask cluster at {scheduler} failed ({type(err).__name__}: "
+                                    f"{str(err).splitlines()[0] if str(err) else ''}); finished units are stored, "
+                                    "`malt rerun` completes the rest.") from None
     finally:
         try:
             client.close()

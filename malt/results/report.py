@@ -199,15 +199,15 @@ def _anchor(text: str, taken: set) -> str:
 
 
 def write_report(rs, out: str | Path = "report", *, source: str = "", error: str = "std",
-                 metrics: list[str] | None = None) -> tuple[Path, Path]:
+                 metrics: list[str] | None = None, progress=None) -> tuple[Path, Path]:
     """Write ``out/report.md``, a self-contained ``out/report.html`` and the figures in ``out/figures``;
-    return both page paths."""
+    return both page paths. ``progress``: as `plot_all`'s, for the figures."""
     from malt.results.cd_diagram import plot_across_datasets
     from malt.results.ranks import comparisons
 
     out = Path(out)
     figures_dir = out / "figures"
-    outputs = plot_all(rs, figures_dir, error=error, metrics=metrics, formats=("png", "pdf"))
+    outputs = plot_all(rs, figures_dir, error=error, metrics=metrics, formats=("png", "pdf"), progress=progress)
     figures_by_family: dict[str, list] = {}
     for item in outputs:
         figures_by_family.setdefault(item.family.slug(), []).append(item)
