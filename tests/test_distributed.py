@@ -84,3 +84,21 @@ def test_the_units_on_the_cluster_report_their_own_progress_to_the_driver(tmp_pa
         counts = engine.execute(Repository(tmp_path / "repo"), plan, scheduler=cluster.scheduler_address, quiet=False)
     err = capsys.readouterr().err
     assert counts.ran == 5 and "(inner CV over C)" in err and "ETA" in err
+
+
+@pytest.mark.timeout(120)
+def test_a_unit_over_its_time_limit_on_the_cluster_is_cancelled_and_the_others_go_on(tmp_path):
+    import tests.plugins.counting  # noqa: F401  (a cluster of threads in this process knows the test plugin)
+
+    dataset = open_dataset("synthetic-multilabel")
+    task, algo = get_task("missing"), registry.get("test-counting")
+    plan = engine.Plan(dataset, {"kind": "catalogue", "name": dataset.name}, task, task.Params(folds=3),
+                       [(algo, algo.Params(fold_seconds=(0.0, 0.0, 8.0)))])
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp://",
+                                  host="127.0.0.1", dashboard_address=":0") as cluster:
+        start = time.monotonic()
+        counts = engine.execute(Repository(tmp_path / "repo"), plan, scheduler=cluster.scheduler_address, quiet=True,
+                                unit_timeout=1.0)
+        took = time.monotonic() - start
+    assert counts.ran == 3 and counts.failed == 1 and took < 7
+    assert "UnitTimeout" in counts.failures[0][2] and counts.failures[0][1] == 2

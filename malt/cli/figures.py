@@ -14,7 +14,10 @@ def _filters(func):
         click.option("--task", "tasks", multiple=True, help="Only these tasks (repeatable)."),
         click.option("--algo", "algos", multiple=True, help="Only these algorithms (repeatable)."),
         click.option("--metric", "metrics", multiple=True, help="Only these metrics (repeatable)."),
-        click.option("--experiment", "experiments", multiple=True, help="Only these experiment ids (repeatable)."),
+        click.option("--experiment", "experiments", multiple=True,
+                     help="Only these experiments: ids or their unambiguous beginnings (repeatable)."),
+        click.option("--param", "params", multiple=True,
+                     help="Only the settings whose parameter has this value, name=value (repeatable)."),
         click.option("--where", "where", multiple=True,
                      help="Only experiments whose task option matches, name=value (e.g. missing=0.3)."),
         click.option("--quiet", is_flag=True, help="No progress line on stderr."),
@@ -34,12 +37,16 @@ def figure_progress(label: str, quiet: bool):
 
 
 def load_filtered(path, datasets=(), tasks=(), algos=(), metrics=(), experiments=(), where=(), diagnostics=(),
-                  quiet=False):
+                  quiet=False, params=()):
     """ResultSet.load(path) restricted by the command-line filters; raises if nothing is left."""
+    from malt.cli.options import assignments
     from malt.results.plotting import option_matches
     from malt.results.result_set import ResultSet
 
     rs = ResultSet.load(path)
+    experiments = [unique_prefix(e, rs.specs) for e in experiments]
+    if params:
+        rs = rs.where((), assignments(params, "--param"))
     if diagnostics:
         rs = rs.diagnostic_view(list(diagnostics))
     if rs.empty:
@@ -66,6 +73,17 @@ def load_filtered(path, datasets=(), tasks=(), algos=(), metrics=(), experiments
                     rs.stale, rs._diagnostics,
                     rs.completeness[rs.completeness["experiment"].isin(kept)],
                     {k: v for k, v in rs.sessions.items() if k in kept}, rs.rescore_stale, rs.problems)
+
+
+def unique_prefix(given: str, known) -> str:
+    """The one id of ``known`` that ``given`` is or begins (else ``given``, for the caller's message)."""
+    if given in known:
+        return given
+    matches = sorted(k for k in known if k.startswith(given))
+    if len(matches) > 1:
+        raise MaltError(f"'{given}' begins {len(matches)} experiment ids: {', '.join(matches[:8])}"
+                        f"{', …' if len(matches) > 8 else ''}; give more of the id.")
+    return matches[0] if matches else given
 
 
 def register(main: click.Group) -> None:

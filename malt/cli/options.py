@@ -1,10 +1,12 @@
-"""What every command shares: the --repo option, opening the repository it names, and a plain
-aligned table on stdout."""
+"""What every command shares: the --repo option, opening the repository it names, ``name=value``
+flags, and a plain aligned table on stdout."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import click
+
+from malt.errors import InvalidParameterError
 
 repo_option = click.option("--repo", "repo_path", type=click.Path(path_type=Path), envvar="MALT_REPO",
                            default=Path("results"), show_default=True, help="Repository folder (or $MALT_REPO).")
@@ -23,3 +25,48 @@ def print_table(headers, rows) -> None:
     click.echo("  ".join(str(h).ljust(w) for h, w in zip(headers, widths)).rstrip())
     for row in rows:
         click.echo("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+
+
+def assignments(items: tuple[str, ...], flag: str) -> dict[str, str]:
+    """``name=value`` items of a repeatable flag as a dict; a name given twice with different values is
+    refused, never a silent last-one-wins."""
+    out = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            raise InvalidParameterError(f"{flag} expects name=value, got {item!r}.")
+        name = name.strip()
+        if name in out and out[name] != value.strip():
+            raise InvalidParameterError(given_twice(name, out[name], value.strip(), flag))
+        out[name] = value.strip()
+    return out
+
+
+def given_twice(name: str, first: str, second: str, flag: str) -> str:
+    """The message for a --param or task option given twice."""
+    if flag == "--param":
+        return (f"--param {name} is given twice ({first!r}, {second!r}); to sweep it give the values once: "
+                f"--param {name}={first},{second}.")
+    return (f"task option {name} is given twice ({first!r}, {second!r}); an experiment has one value of each task "
+            f"option: run `malt cv` once per value.")
+
+
+def duration_seconds(text: str | None) -> float | None:
+    """'90s', '10m', '1.5h' or a number of seconds, as seconds (None stays None)."""
+    if text is None:
+        return None
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    value = text.strip().lower()
+    scale = units.get(value[-1:], None)
+    try:
+        seconds = float(value[:-1] if scale else value) * (scale or 1)
+    except ValueError:
+        raise InvalidParameterError(f"--unit-timeout expects a duration such as 90s, 10m or 2h, got {text!r}.") from None
+    if not seconds > 0:
+        raise InvalidParameterError(f"--unit-timeout must be positive, got {text!r}.")
+    return seconds
+
+
+unit_timeout_option = click.option(
+    "--unit-timeout", "unit_timeout", metavar="DURATION",
+    help="Stop a unit that runs longer than this (90s, 10m, 2h): it fails with that reason and the others go on.")

@@ -72,13 +72,17 @@ class Unit:
 
 @dataclass
 class Plan:
-    """What an experiment asks for: algorithms with parameter settings, over a task's folds."""
+    """What an experiment asks for: algorithms with parameter settings, over a task's folds.
+
+    Repetitions are per setting: ``folds`` keeps the fold (run, repeat) count a setting was planned
+    with, so adding a setting with ``--repeats 10`` leaves a setting planned with one run complete."""
 
     dataset: object
     source: dict  # where the data came from (see malt.datasets.sources)
     task: Task
     options: Params
     entries: list[tuple[type[registry.Algorithm], Params]] = field(default_factory=list)
+    folds: dict = field(default_factory=dict)  # (algorithm, params key) -> its folds, when not n_folds
 
     def __post_init__(self):
         self.fit = self.task.fit_identity(self.dataset.hash, self.options)
@@ -87,13 +91,17 @@ class Plan:
 
     def units(self) -> list[Unit]:
         return [Unit(algo.name, algo.version, params, fold, unit_key(self.fit, algo.name, algo.version, params, fold))
-                for algo, params in self.entries for fold in range(self.n_folds)]
+                for algo, params in self.entries
+                for fold in range(self.folds.get((algo.name, params.key()), self.n_folds))]
 
     def spec(self, previous: dict | None = None) -> dict:
-        plan = [item for item in (previous or {}).get("plan", [])]
+        earlier = (previous or {}).get("n_folds")
+        plan = [dict(item, folds=item.get("folds", earlier)) if earlier else item
+                for item in (previous or {}).get("plan", [])]
         for algo, params in self.entries:
             item = {"algorithm": algo.name, "version": algo.version, "params": params.changed(),
-                    "key": params.key(), "display": params.display(algo.name)}
+                    "key": params.key(), "display": params.display(algo.name),
+                    "folds": self.folds.get((algo.name, params.key()), self.n_folds)}
             plan = [p for p in plan if (p["algorithm"], p.get("key")) != (algo.name, item["key"])] + [item]
         return {
             "format": 2,
@@ -160,6 +168,33 @@ def _roundtrip(packed: dict) -> dict:
     return {k: np.array(v) for k, v in packed.items()}
 
 
+TRACEBACK_CHARS = 20_000
+"""A failed unit keeps at most this many characters of its traceback (`malt show EXP --failed --traceback`)."""
+
+
+def bounded_traceback() -> str:
+    """The traceback being handled, its first and last TRACEBACK_CHARS / 2 characters when longer (the
+    outer frames, and the innermost ones with the error: a huge message cannot push the frames out)."""
+    text = traceback.format_exc()
+    if len(text) <= TRACEBACK_CHARS:
+        return text
+    half = TRACEBACK_CHARS // 2
+    return f"{text[:half]}\n… ({len(text) - 2 * half} characters left out) …\n{text[-half:]}"
+
+
+def unit_record(unit: Unit) -> dict:
+    """The fields every record of ``unit`` starts with (which unit, where and when it ran)."""
+    return {"unit": unit.key, "algorithm": unit.algorithm, "version": unit.version, "params": unit.params.to_dict(),
+            "params_key": unit.params.key(), "display": unit.display, "fold": unit.fold, "seed": unit.seed,
+            "pid": os.getpid(), "started": time.time()}
+
+
+def failed_outcome(unit: Unit, error: str, seconds: float) -> Outcome:
+    """The outcome of a unit stopped from outside (over its time limit, its process lost)."""
+    return Outcome(dict(unit_record(unit), status="failed", error=error, metrics={}, fit_seconds=seconds,
+                        timestamp=time.time()))
+
+
 def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str | None, threads: int | None = None,
              progress=None, jobs: int = 1) -> Outcome:
     """Fit, predict and score one unit; never raises for algorithm errors (they become a failed record).
@@ -171,11 +206,7 @@ def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str |
     before = len(cache.new_keys)
     hits_before = len(cache.hits)
     problems_before = len(cache.problems)
-    record = {
-        "unit": unit.key, "algorithm": algo.name, "version": algo.version, "params": unit.params.to_dict(),
-        "params_key": unit.params.key(), "display": unit.display, "fold": unit.fold, "seed": unit.seed,
-        "pid": os.getpid(), "started": time.time(),
-    }
+    record = dict(unit_record(unit), version=algo.version)  # the code that ran it (a Dask worker's may differ)
     for module in algo.preload:
         with contextlib.suppress(ImportError):  # a missing module fails the run itself, with its record
             importlib.import_module(module)
@@ -203,11 +234,11 @@ def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str |
     except MemoryError:
         packed = None
         record.update(status="failed", error="MemoryError: the unit ran out of memory", metrics={},
-                      fit_seconds=time.perf_counter() - start)
+                      traceback=bounded_traceback(), fit_seconds=time.perf_counter() - start)
     except Exception as err:  # one failing unit must not stop the others; it is retried on rerun
         packed = None
-        record.update(status="failed", error=f"{type(err).__name__}: {err}".strip(), metrics={},
-                      traceback=traceback.format_exc()[-4000:], fit_seconds=time.perf_counter() - start)
+        record.update(status="failed", error=f"{type(err).__name__}: {err}".strip()[:2000], metrics={},
+                      traceback=bounded_traceback(), fit_seconds=time.perf_counter() - start)
     record["timestamp"] = time.time()
     new = {k: (cache._items[k], cache.meta[k]) for k in cache.new_keys[before:]}
     return Outcome(record, packed, new, sorted(set(cache.hits[hits_before:])), cache.problems[problems_before:])
@@ -338,10 +369,13 @@ def _version_of(plan: Plan, record: dict) -> str | None:
 
 
 def execute(repo, plan: Plan, *, force: set[str] = frozenset(), jobs: int = 1, scheduler: str | None = None,
-            quiet: bool | None = False, wait: bool = False, threads: int | None = None, cache: bool = True) -> Counts:
+            quiet: bool | None = False, wait: bool = False, threads: int | None = None, cache: bool = True,
+            unit_timeout: float | None = None) -> Counts:
     """Run the plan's missing units (and every unit of the algorithms in ``force``) into ``repo``.
     ``cache=False``: no unit reads or stores shared artifacts (neighbour graphs, eigenbases), so each
-    unit's recorded seconds are its whole cost.
+    unit's recorded seconds are its whole cost. ``unit_timeout``: seconds a unit may run; one over it
+    is stopped and fails with that reason while the others go on (each unit then runs in a child
+    process the driver can kill, or on Dask is cancelled).
 
     Takes the experiment's lock for the duration. Returns what was planned, found, run and failed.
     """
@@ -376,7 +410,7 @@ def execute(repo, plan: Plan, *, force: set[str] = frozenset(), jobs: int = 1, s
                 progress.unit_done(unit.key)
             run = [u for u in todo if u.key not in reusable]
             cache_path = str(repo.path) if cache else None
-            for outcome in _results(plan, run, cache_path, jobs, scheduler, threads, progress):
+            for outcome in _results(plan, run, cache_path, jobs, scheduler, threads, progress, unit_timeout):
                 for key, problem in outcome.damaged_cache:
                     sys.stderr.write(f"warning: {problem}\n")
                     repo.cache.remove(key)
@@ -420,10 +454,13 @@ BATCH_SECONDS = 0.5
 
 
 def _results(plan: Plan, todo: list[Unit], cache_path: str | None, jobs: int, scheduler: str | None,
-             threads: int | None, progress: Progress):
+             threads: int | None, progress: Progress, unit_timeout: float | None = None):
     args = (plan.task, plan.options)
     if scheduler:
-        yield from _dask_results(plan, todo, cache_path, scheduler, threads, progress)
+        yield from _dask_results(plan, todo, cache_path, scheduler, threads, progress, unit_timeout)
+        return
+    if unit_timeout is not None:
+        yield from _timed_results(plan, todo, cache_path, jobs, threads, progress, unit_timeout)
         return
     if jobs == 1:
         for unit in todo:
@@ -544,6 +581,79 @@ def run_batch(dataset, task: Task, options: Params, units: list[Unit], cache_pat
                      None if send is None else UnitReporter(unit.key, send), jobs) for unit in units]
 
 
+def timeout_error(limit: float) -> str:
+    from malt.engine.progress import duration
+
+    return (f"UnitTimeout: the unit ran longer than its limit of {duration(limit)} (--unit-timeout) and was stopped; "
+            "the other units went on")
+
+
+def _timed_results(plan: Plan, todo: list[Unit], cache_path: str | None, jobs: int, threads: int | None,
+                   progress: Progress, limit: float):
+    """Each unit in a child process of its own (forked when that is safe, else spawned), at most ``jobs``
+    at once: a child still running ``limit`` seconds after it started is killed — whatever it is doing,
+    BLAS calls holding the GIL included — and its unit fails with that reason; the others go on."""
+    import multiprocessing
+    from multiprocessing.connection import wait as ready
+
+    context = multiprocessing.get_context("fork" if _can_fork() else "spawn")
+    channel = context.SimpleQueue()
+    waiting = list(todo)
+    running: dict = {}  # receiving end -> (process, unit, deadline)
+    shared = _worker_cache(cache_path) if cache_path is not None else None
+    try:
+        while waiting or running:
+            while waiting and len(running) < jobs:
+                unit = waiting.pop(0)
+                receive, send = context.Pipe(duplex=False)
+                child = context.Process(target=_run_timed_unit, daemon=True,
+                                        args=(plan.dataset, plan.task, plan.options, unit, cache_path, threads, jobs,
+                                              send, channel))
+                child.start()
+                send.close()
+                running[receive] = (child, unit, time.monotonic() + limit)
+            answered = ready(list(running), timeout=POLL_SECONDS)
+            while not channel.empty():
+                progress.report(*channel.get())
+            now = time.monotonic()
+            for receive in list(running):
+                child, unit, deadline = running[receive]
+                if receive in answered:
+                    try:
+                        outcome = receive.recv()
+                    except (EOFError, OSError):
+                        child.join(5)
+                        outcome = failed_outcome(unit, f"LostUnit: the unit's process ended without a result (exit "
+                                                       f"code {child.exitcode}); `malt rerun` retries it",
+                                                 limit - (deadline - now))
+                elif now > deadline:
+                    child.kill()
+                    outcome = failed_outcome(unit, timeout_error(limit), limit)
+                else:
+                    continue
+                child.join()
+                receive.close()
+                del running[receive]
+                if shared is not None:  # later children start with what this one computed
+                    for key, (value, _) in outcome.new_cache.items():
+                        shared.remember(key, value)
+                yield outcome
+    finally:
+        for receive, (child, _, _) in running.items():
+            child.kill()
+            child.join()
+            receive.close()
+
+
+def _run_timed_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str | None, threads: int | None,
+                    jobs: int, send, channel) -> None:
+    """In the child of `_timed_results`: run the unit, send its outcome back."""
+    _die_with_parent()
+    outcome = run_unit(dataset, task, options, unit, cache_path, threads, UnitReporter(unit.key, channel.put), jobs)
+    send.send(outcome)
+    send.close()
+
+
 class DaskEvents:
     """Sends a unit's progress reports from a Dask worker to the driver (an event topic of the scheduler)."""
 
@@ -557,7 +667,7 @@ class DaskEvents:
 
 
 def _dask_results(plan: Plan, todo: list[Unit], cache_path: str | None, scheduler: str, threads: int | None,
-                  progress: Progress):
+                  progress: Progress, limit: float | None = None):
     import collections
     import secrets
 
@@ -580,10 +690,22 @@ def _dask_results(plan: Plan, todo: list[Unit], cache_path: str | None, schedule
                                  UnitReporter(unit.key, DaskEvents(topic)), key=f"malt-{unit.key}", pure=False,
                                  retries=2)
                    for unit in todo]
+        units = dict(zip((f.key for f in waiting), todo))
+        started: dict[str, float] = {}
         while waiting:
             done = [f for f in waiting if f.done()]
             while events:
-                progress.report(*events.popleft())
+                key, fraction, message = events.popleft()
+                started.setdefault(key, time.monotonic())
+                progress.report(key, fraction, message)
+            if limit is not None:
+                finished = {f.key for f in done}
+                late = [f for f in waiting if f.key not in finished and units[f.key].key in started
+                        and time.monotonic() - started[units[f.key].key] > limit]
+                for future in late:
+                    _stop_on_cluster(client, future)
+                    waiting = [f for f in waiting if f.key != future.key]
+                    yield failed_outcome(units[future.key], timeout_error(limit), limit)
             if not done:
                 time.sleep(POLL_SECONDS)
                 continue
@@ -601,3 +723,15 @@ def _dask_results(plan: Plan, todo: list[Unit], cache_path: str | None, schedule
             client.close()
         except Exception:
             pass
+
+
+def _stop_on_cluster(client, future) -> None:
+    """Cancel a unit on the cluster; a worker thread cannot be interrupted, so the worker running it is
+    restarted by its nanny (its other units are rescheduled: Dask retries lost tasks)."""
+    try:
+        running_on = [worker for worker, keys in client.processing().items() if future.key in keys]
+        future.cancel()
+        if running_on:
+            client.restart_workers(running_on, timeout=30)
+    except Exception:  # a worker without a nanny cannot be restarted: the result is dropped all the same
+        pass
