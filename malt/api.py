@@ -32,6 +32,7 @@ class Run:
     rescored: int = 0
     failed: int = 0
     failures: list = field(default_factory=list)  # (setting, fold, error)
+    refused: list = field(default_factory=list)  # (rerun) settings today's declarations refuse: left as stored
 
     @property
     def ok(self) -> bool:
@@ -195,14 +196,20 @@ def rerun(repo="results", *, experiments: Iterable[str] = (), algorithms: Iterab
             dataset = reopen(spec, store)
             task = get_task(spec["task"])
             options = task.Params.from_dict(spec["task_params"])
-            entries, folds = [], {}
+            entries, folds, refused = [], {}, []
             for item in spec["plan"]:
                 if names and item["algorithm"] not in names:
                     continue
-                entries.append(planned_entry(exp, item, task.name))
+                try:
+                    entries.append(planned_entry(exp, item, task.name))
+                except InvalidParameterError as err:  # nothing to compute for it today; its units stay
+                    refused.append(str(err))
+                    continue
                 if "folds" in item:
                     folds[(item["algorithm"], entries[-1][1].key())] = int(item["folds"])
             if not entries:
+                if refused:
+                    runs.append(Run(exp, refused=refused))
                 continue
             plan = engine.Plan(dataset, spec.get("source") or {"kind": "legacy", "ref": spec.get("dataset_ref")},
                                task, options, entries, folds)
@@ -211,7 +218,7 @@ def rerun(repo="results", *, experiments: Iterable[str] = (), algorithms: Iterab
                                 f"`malt repair --experiment {exp}` checks it.")
             counts = engine.execute(store, plan, force=set(names), jobs=jobs, scheduler=scheduler, quiet=quiet,
                                     wait=wait, threads=threads, unit_timeout=unit_timeout)
-            runs.append(Run(exp, **counts.as_dict(), failures=counts.failures))
+            runs.append(Run(exp, **counts.as_dict(), failures=counts.failures, refused=refused))
         except MaltError as err:
             if on_error is None:
                 raise
@@ -220,8 +227,9 @@ def rerun(repo="results", *, experiments: Iterable[str] = (), algorithms: Iterab
 
 
 def planned_entry(experiment: str, item: dict, task: str) -> tuple:
-    """(algorithm class, Params) of one item of a stored plan; a setting today's declarations refuse
-    (a parameter it does not use) names the `malt forget` that removes it."""
+    """(algorithm class, Params) of one item of a stored plan. A setting today's declarations refuse (a
+    parameter it does not use, stored by an older malt) raises InvalidParameterError naming the
+    `malt forget` that removes it."""
     from malt import registry
 
     algo = registry.get(item["algorithm"])
@@ -230,9 +238,9 @@ def planned_entry(experiment: str, item: dict, task: str) -> tuple:
         params.check_active(item["params"], {"task": task})
     except InvalidParameterError as err:
         forget = " ".join(f"--param {k}={_strings(v)}" for k, v in sorted(item["params"].items()))
-        raise InvalidParameterError(f"the setting {item.get('display') or algo.name} of {experiment} is refused "
-                                    f"today ({err}); `malt forget {experiment} --algo {algo.name} {forget}` "
-                                    "removes it.") from None
+        raise InvalidParameterError(f"{experiment}: the setting {item.get('display') or algo.name} is refused today "
+                                    f"({err}), so it is not rerun and its stored units stay as they are; "
+                                    f"`malt forget {experiment} --algo {algo.name} {forget}` removes it.") from None
     return algo, params
 
 

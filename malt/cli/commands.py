@@ -87,6 +87,8 @@ def _task_flags(kwargs: dict, options: dict[str, str]) -> dict[str, str]:
 
 
 def _report(run, quiet: bool) -> None:
+    for line in getattr(run, "refused", []):
+        click.echo(f"warning: {line}", err=True)
     text = f"{run.ran} unit(s) run, {run.stored} already stored"
     if run.rescored:
         text += f", {run.rescored} scored from stored predictions"
