@@ -141,6 +141,7 @@ def select_on_path(params: Params, grids: dict[str, Sequence], path: Callable[[n
     """
     options = candidates(params, grids)
     ids = inner_fold_ids(Y.shape[0], params.inner_folds, rng)
+    folds = len(np.unique(ids))
     done: dict[tuple[int, int], np.ndarray] = {}
 
     def evaluate(option, train, val):
@@ -148,9 +149,11 @@ def select_on_path(params: Params, grids: dict[str, Sequence], path: Callable[[n
         if key not in done:
             S = path(train, val)
             done[key] = np.array([loss(Y[val], S[i]) for i in range(len(options))])
+            if progress is not None:  # the work is one path per fold (the final fit on all rows: about one more)
+                progress(len(done) / (folds + 1))
         return done[key][next(i for i, o in enumerate(options) if o is option)]
 
-    return select(options, evaluate, ids, progress=progress)
+    return select(options, evaluate, ids)
 
 
 def train_test_features(split, scale: bool):
@@ -204,6 +207,7 @@ class MLLR(Algorithm):
     tasks = frozenset({"multilabel"})
     Params = MLLRParams
     version = "2"  # C chosen by inner CV by default
+    preload = ("sklearn.linear_model",)
 
     def run(self, split, params, ctx):
         X_train, X_test = train_test_features(split, params.scale)
@@ -278,6 +282,7 @@ class MLSVM(Algorithm):
     tasks = frozenset({"multilabel"})
     Params = MLSVMParams
     version = "4"  # C chosen by inner CV (2), RBF kernel (3), C and γ by inner CV (4), by default
+    preload = ("sklearn.svm",)
 
     def run(self, split, params, ctx):
         X_train, X_test = train_test_features(split, params.scale)

@@ -57,6 +57,7 @@ class CCML(Algorithm):
     tasks = frozenset({"multilabel"})
     Params = CCMLParams
     version = "2"  # C chosen by inner CV by default
+    preload = ("sklearn.linear_model",)
 
     def run(self, split, params, ctx):
         from sklearn.exceptions import ConvergenceWarning

@@ -132,6 +132,7 @@ class CLR(Algorithm):
     tasks = frozenset({"multilabel"})
     Params = CLRParams
     version = "4"  # RBF SVMs with Platt probabilities (2), C and γ by inner CV (3), Platt scaling by
+    preload = ("sklearn.svm", "sklearn.calibration", "sklearn.linear_model")
     #                stratified out-of-fold decision values (4; SVC(probability=True) is deprecated)
 
     def run(self, split, params, ctx):

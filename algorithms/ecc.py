@@ -54,6 +54,7 @@ class ECC(Algorithm):
     tasks = frozenset({"multilabel"})
     Params = ECCParams
     version = "2"  # C chosen by inner CV by default
+    preload = ("sklearn.linear_model",)
 
     def run(self, split, params, ctx):
         from sklearn.exceptions import ConvergenceWarning

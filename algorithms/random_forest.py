@@ -86,6 +86,7 @@ class RandomForest(Algorithm):
     tasks = frozenset({"multilabel"})
     Params = RFParams
     version = "2"  # 500 trees by default
+    preload = ("sklearn.ensemble",)
 
     def run(self, split, params, ctx):
         from sklearn.ensemble import RandomForestClassifier

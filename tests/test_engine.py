@@ -196,9 +196,12 @@ def test_the_eta_adds_what_each_remaining_unit_of_each_setting_costs():
     eta, kind = progress.eta(time.perf_counter())
     assert eta == pytest.approx(3 * 1.0 + 2 * 10.0, abs=0.01) and kind == "exact"
     progress.report("s0", 0.25)
-    progress.running["s0"].started -= 4.0  # a quarter done after 4 s: 12 s to go, whatever the prior said
+    progress.running["s0"].started -= 4.0  # 4 s into a setting whose units took 10 s: 6 s to go
     eta, kind = progress.eta(time.perf_counter())
-    assert eta == pytest.approx(3 * 1.0 + 12.0 + 10.0, abs=0.05) and kind == "exact"
+    assert eta == pytest.approx(3 * 1.0 + 6.0 + 10.0, abs=0.05) and kind == "exact"
+    progress.running["s0"].started -= 8.0  # 12 s in, past what its units took: its own report (a quarter) rules
+    eta, kind = progress.eta(time.perf_counter())
+    assert eta == pytest.approx(3 * 1.0 + 36.0 + 10.0, abs=0.05) and kind == "exact"
     parallel = Progress(units + [("n0", new, "")], "x", quiet=True, jobs=2, prior={slow: 10.0, cheap: 1.0})
     eta, kind = parallel.eta(time.perf_counter())
     assert kind == "bound" and eta == pytest.approx((4 * 1.0 + 2 * 10.0) / 2)
@@ -284,3 +287,26 @@ def test_jobs_sample_a_costly_first_unit_once_then_share_the_rest(tmp_path, coun
     start_cost = engine.WORKER_START_SECONDS["fork" if engine._can_fork() else "loky"]  # loky if a thread runs
     assert driver_units(tmp_path / "costly", 2 * start_cost) == 1
     assert driver_units(tmp_path / "cheap", 0.0) == 3  # all in process: workers would not pay
+
+
+@pytest.mark.timeout(60)
+def test_the_repository_remembers_what_a_setting_costs_so_the_eta_is_there_from_the_start(repo_path, monkeypatch,
+                                                                                          capsys):
+    """Units of a setting run before on the same data (another experiment) say what the next ones cost:
+    the very first progress line of a new run already has an exact ETA, within 2x of the truth."""
+    monkeypatch.setenv("MALT_PROGRESS_SECONDS", "0")
+    dataset = open_dataset("synthetic-multilabel")
+    task, algo = get_task("missing"), registry.get("test-counting")
+
+    def run(folds):
+        plan = engine.Plan(dataset, {"kind": "catalogue", "name": dataset.name}, task, task.Params(folds=folds),
+                           [(algo, algo.Params(sleep=0.3))])
+        engine.execute(Repository(repo_path), plan, quiet=False)
+        return capsys.readouterr().err
+
+    run(2)
+    err = run(5)
+    first = err.splitlines()[0]
+    assert "0/5 units" in first and " ETA " in first and "ETA >" not in first and "ETA ~" not in first, first
+    etas, end = _progress_lines(err)
+    assert etas[0][0] < 0.5 and end / 2 <= etas[0][1] <= 2 * end, (etas[0], end)

@@ -305,7 +305,7 @@ def results(repo_path):
               help="What the runs learned about themselves (iterations, final bound, inferred dimensions, "
                    "fit seconds) instead of the metrics.")
 @click.option("--failed", "show_failed", is_flag=True, help="The failed units with their errors.")
-@click.option("--traceback", "tracebacks", is_flag=True, help="With --failed: each failed unit's traceback.")
+@click.option("--traceback", "tracebacks", is_flag=True, help="The failed units with their tracebacks (implies --failed).")
 @click.option("--provenance", is_flag=True, help="Code revision, library versions, host and times of each run.")
 @repo_option
 def show(experiment_id, algo_names, params, fmt, raw, diagnostics, show_failed, tracebacks, provenance, repo_path):
@@ -325,7 +325,7 @@ def show(experiment_id, algo_names, params, fmt, raw, diagnostics, show_failed, 
     if provenance:
         _show_provenance(rs, experiment_id, fmt)
         return
-    if show_failed:
+    if show_failed or tracebacks:
         frame = rs.failed if not rs.failed.empty else None
         if frame is None:
             click.echo("(no failed units)")

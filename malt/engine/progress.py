@@ -1,12 +1,13 @@
 """What running work tells its user on stderr: units done, the running units' own progress, an ETA.
 
 The ETA adds up what each remaining unit is expected to cost, per setting (algorithm and parameters):
-the mean wall seconds of its units finished in this run, else what its units cost before (the
+the median wall seconds of its units finished in this run, else what its units cost before (the
 ``fit_seconds`` the repository's records keep: `prior_costs`), else what a running unit's own reports
 (``ctx.progress``) say: t / fraction; failing those, the algorithm's other settings give a guess
 ("ETA ~40s"), and a unit running for t seconds costs at least t, so a setting nothing is known about
-gives a lower bound ("ETA > 40s").
-The engine runs the first unit of every setting first, so each is measured early. With ``jobs``
+gives a lower bound ("ETA > 40s"). A running unit has the rest of what its setting costs to go, or,
+once it outlasts that (or nothing was measured), what its own reports say. The engine runs the first
+unit of every setting first, so each is measured early. With ``jobs``
 workers the remaining work is shared by them, and never ends before the longest running unit.
 
 On a terminal the line updates in place (every 0.2 s); on a file or pipe a plain line is written
@@ -132,26 +133,26 @@ class Progress:
         self._show(now, force=self.done == self.total)
 
     # ---- the estimate -----------------------------------------------------------------------------
-    def cost(self, setting: tuple, now: float) -> tuple[float | None, bool]:
-        """(expected seconds of one unit of ``setting`` or None, whether that is only a guess from the
-        other settings of its algorithm)."""
+    def cost(self, setting: tuple, now: float) -> tuple[float | None, str | None]:
+        """(expected seconds of one unit of ``setting``, where that comes from: 'measured' in this run or
+        before, 'own' reports of its running units, 'guess' from its algorithm's other settings, None)."""
         if self.measured.get(setting):
-            return mean(self.measured[setting]), False
+            return median(self.measured[setting]), "measured"
         if setting in self.prior:
-            return self.prior[setting], False
+            return self.prior[setting], "measured"
         own = [(now - u.started) / u.fraction for u in self.running.values()
                if u.setting == setting and u.fraction >= 0.01]
         if own:
-            return mean(own), False
+            return mean(own), "own"
         same = [v for k, values in self.measured.items() if k[0] == setting[0] for v in values]
         if same:
-            return mean(same), True
-        return self.prior.get(setting[0]), True
+            return median(same), "guess"
+        return self.prior.get(setting[0]), "guess" if setting[0] in self.prior else None
 
     def eta(self, now: float | None = None) -> tuple[float, str] | None:
         """(seconds left, 'exact' | 'guess' | 'bound'), or None before anything is known. 'guess': some
         setting's cost is taken from its algorithm's other settings; 'bound': some setting's cost is not
-        known at all, so the time is a lower bound."""
+        known at all, so the time leaves it out (it is at least that)."""
         now = time.perf_counter() if now is None else now
         if self.done == self.total:
             return 0.0, "exact"
@@ -159,22 +160,24 @@ class Progress:
         bound = guess = informed = False
         for unit in self.running.values():
             elapsed = now - unit.started
-            if unit.fraction >= 0.01:  # its own reports say how far it is
+            cost, source = self.cost(unit.setting, now)
+            if source == "measured" and elapsed < cost:  # what its units took is surer than its own reports
+                left = cost - elapsed
+            elif unit.fraction >= 0.01:  # its own reports say how far it is
                 left = elapsed * (1 - unit.fraction) / unit.fraction
             else:
-                cost, guessed = self.cost(unit.setting, now)
                 left = max(cost - elapsed, 0.0) if cost is not None else 0.0
-                bound |= cost is None
-                guess |= guessed and cost is not None
-            informed |= unit.fraction >= 0.01 or left > 0
+            bound |= source is None and unit.fraction < 0.01
+            guess |= source == "guess" and unit.fraction < 0.01
+            informed |= cost is not None or unit.fraction >= 0.01
             work += left
             longest = max(longest, left)
         for setting in self.pending.values():
-            cost, guessed = self.cost(setting, now)
+            cost, source = self.cost(setting, now)
             if cost is None:  # it costs at least what a running unit of it has taken so far
                 bound = True
                 cost = max((now - u.started for u in self.running.values() if u.setting == setting), default=0.0)
-            guess |= guessed and not bound
+            guess |= source == "guess"
             informed |= cost > 0
             work += cost
         if not informed:

@@ -210,9 +210,9 @@ def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str |
     for module in algo.preload:
         with contextlib.suppress(ImportError):  # a missing module fails the run itself, with its record
             importlib.import_module(module)
-    packed = None
     if progress is not None:
-        progress(0.0, "")  # the unit has started
+        progress(0.0, "")  # the unit has started (its clock starts here)
+    packed = None
     start, cpu = time.perf_counter(), time.process_time()
     try:
         with (warnings.catch_warnings(record=True) as caught,
@@ -497,7 +497,8 @@ def _results(plan: Plan, todo: list[Unit], cache_path: str | None, jobs: int, sc
 
 def _batches(units: list[Unit], progress: Progress, jobs: int, sampled: float) -> list[list[Unit]]:
     """Units of one setting in batches of about BATCH_SECONDS (cheap units travel together, one pickled
-    dataset per batch), at least four batches per worker; a setting of unknown cost goes one by one."""
+    dataset per batch), at least four batches per worker, a setting of unknown cost one by one; in the
+    order of their first units, so every setting's first unit starts early and says what it costs."""
     now = time.perf_counter()
     settings: dict[tuple, list[Unit]] = {}
     for unit in units:
@@ -508,7 +509,8 @@ def _batches(units: list[Unit], progress: Progress, jobs: int, sampled: float) -
         cost = sampled if cost is None and len(settings) == 1 else cost
         size = 1 if cost is None else max(1, min(int(BATCH_SECONDS / max(cost, 1e-6)), math.ceil(len(group) / (4 * jobs))))
         batches += [group[i:i + size] for i in range(0, len(group), size)]
-    return batches
+    order = {unit.key: i for i, unit in enumerate(units)}
+    return sorted(batches, key=lambda batch: order[batch[0].key])  # each setting's first unit early (measured_first)
 
 
 POLL_SECONDS = 0.2
