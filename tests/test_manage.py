@@ -188,3 +188,43 @@ def test_the_python_api_takes_a_unit_time_limit(tmp_path):
     assert run.failed == 1 and run.ran == 2 and "UnitTimeout" in run.failures[0][2]
     with pytest.raises(Exception, match="--unit-timeout must be a positive"):
         api.cv("test-counting", "synthetic-multilabel", task="missing", repo=tmp_path / "repo", unit_timeout=0)
+
+
+@pytest.mark.timeout(180)
+def test_kill_minus_nine_during_forget_never_shows_a_forgotten_setting_or_loses_another(tmp_path):
+    """Whenever a forget is killed, the repository reads, the other setting and experiment are intact, and
+    the setting is either still there in full or gone from the results; the same command then finishes."""
+    import os
+    import random
+    import signal
+    import subprocess
+
+    from tests.helpers import ROOT, malt_cmd
+
+    repo = tmp_path / "repo"
+    first, second = _two_experiments(repo)
+    other = snapshot(repo / "experiments" / second)
+    kept = ResultSet.from_repository(Repository(repo), [first]).frame
+    kept = kept[kept["display"] == "test-counting"].reset_index(drop=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    rng = random.Random(3)
+    for _ in range(4):
+        proc = subprocess.Popen(malt_cmd("forget", first, "--param", "sleep=0.001", "--repo", repo), env=env, cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.2, 2.5))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        rs = ResultSet.from_repository(Repository(repo), [first])
+        assert set(rs.frame["display"]) in ({"test-counting"}, {"test-counting", "test-counting[sleep=0.001]"})
+        frame = rs.frame[rs.frame["display"] == "test-counting"].reset_index(drop=True)
+        import pandas as pd
+
+        pd.testing.assert_frame_equal(frame, kept)
+        assert snapshot(repo / "experiments" / second) == other
+        if proc.returncode == 0:
+            break
+    result = run_malt("forget", first, "--param", "sleep=0.001", "--repo", repo, check=False)
+    assert result.returncode in (0, 2)  # 2: an earlier attempt had finished (nothing left to forget)
+    assert _displays(repo, first) == ["test-counting"]
+    assert not list(repo.rglob(".*.tmp"))
