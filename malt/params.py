@@ -258,8 +258,9 @@ class Params:
     def inactive_reason(self, name: str, context: Mapping[str, Any] | None = None,
                         _seen: frozenset = frozenset()) -> tuple[str, Any, Any] | None:
         """None when field ``name`` is used with these values; else (the switch that turns it off, the
-        switch's value, a value that turns it on). A switch that is itself unused turns off what depends
-        on it; a context entry (``task``) missing from ``context`` is assumed to allow it."""
+        switch's value, what the switch must be: a value or an `Options`). A switch that is itself unused
+        turns off what depends on it; a context entry (``task``) missing from ``context`` is assumed to
+        allow it."""
         condition = self.conditions().get(name)
         if condition is None or name in _seen:
             return None
@@ -277,7 +278,7 @@ class Params:
                 else:
                     continue
                 if reason is None and not _meets(value, required):
-                    reason = (key, value, _wanted(required))
+                    reason = (key, value, required)
                 if reason is not None:
                     break
             if reason is None:
@@ -292,19 +293,20 @@ class Params:
             reason = self.inactive_reason(name, context)
             if reason is None:
                 continue
-            switch, value, wanted = reason
+            switch, value, required = reason
             if switch == "task":
+                tasks = required.values if isinstance(required, Options) else (required,)
                 raise InvalidParameterError(f"{name} is ignored on the {value} task ({self._owner} uses it on the "
-                                            f"{wanted} task); drop --param {name}.")
+                                            f"{' and '.join(tasks)} task{'s' if len(tasks) > 1 else ''}); drop "
+                                            f"--param {name}.")
             raise InvalidParameterError(f"{name} is ignored while {switch}={value!r}; pass --param "
-                                        f"{switch}={_show(wanted)}")
+                                        f"{switch}={_show(_wanted(required))}")
 
     def active_values(self, **changes) -> "Params":
         """A copy with ``changes``, every field they leave unused back at its default (how a selection
         turns a Params with grids into one candidate: select='none' and the chosen values)."""
         values = {**self.to_dict(), **changes}
         defaults = {f.name: f.default for f in dataclasses.fields(self)}
-        probe = self
         for _ in range(len(defaults)):
             probe = _unchecked(type(self), values)
             unused = {k for k in values if values[k] != defaults[k] and probe.inactive_reason(k)}
@@ -458,7 +460,11 @@ def grid(cls: type[Params], assignments: Mapping[str, str], context: Mapping[str
                for n in names]
     out = []
     for combo in itertools.product(*choices):
-        params = cls(**dict(zip(names, combo)))
-        params.check_active(names, context)
+        token = _CHECK_ACTIVE.set(False)  # checked below, knowing the task
+        try:
+            params = cls(**dict(zip(names, combo)))
+        finally:
+            _CHECK_ACTIVE.reset(token)
+        params.check_active(dict.fromkeys([*names, *params.changed()]), context)
         out.append(params)
     return out
