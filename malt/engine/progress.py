@@ -90,6 +90,7 @@ class Progress:
     quiet: bool | None = None
     jobs: int = 1
     prior: dict = field(default_factory=dict)
+    limit: float | None = None  # --unit-timeout: no unit takes longer
 
     def __post_init__(self):
         self.line = Line(self.quiet)
@@ -118,15 +119,16 @@ class Progress:
         """The ``ctx.progress`` callback of one unit run in this process."""
         return lambda fraction, message="": self.report(key, fraction, message)
 
-    def unit_done(self, key: str, failed: bool = False, seconds: float | None = None) -> None:
+    def unit_done(self, key: str, failed: bool = False, seconds: float | None = None, timed_out: bool = False) -> None:
         """A unit is committed. What it cost is measured from its first report; ``seconds`` (its
-        recorded fit seconds) stands in when it ran where it could not report (joblib's workers)."""
+        recorded fit seconds) stands in when it ran where it could not report (joblib's workers). A
+        failed unit says nothing of what its setting costs, unless it ran out of time (``timed_out``)."""
         now = time.perf_counter()
         unit = self.running.pop(key, None)
         setting = unit.setting if unit else self.pending.pop(key, None)
         if unit is not None:
             seconds = now - unit.started
-        if setting is not None and seconds is not None and not failed:
+        if setting is not None and seconds is not None and (not failed or timed_out):
             self.measured.setdefault(setting, []).append(seconds)
         self.done += 1
         self.failed += failed
@@ -136,6 +138,10 @@ class Progress:
     def cost(self, setting: tuple, now: float) -> tuple[float | None, str | None]:
         """(expected seconds of one unit of ``setting``, where that comes from: 'measured' in this run or
         before, 'own' reports of its running units, 'guess' from its algorithm's other settings, None)."""
+        cost, source = self._cost(setting, now)
+        return (min(cost, self.limit) if cost is not None and self.limit else cost), source
+
+    def _cost(self, setting: tuple, now: float) -> tuple[float | None, str | None]:
         if self.measured.get(setting):
             return median(self.measured[setting]), "measured"
         if setting in self.prior:
@@ -167,6 +173,8 @@ class Progress:
                 left = elapsed * (1 - unit.fraction) / unit.fraction
             else:
                 left = max(cost - elapsed, 0.0) if cost is not None else 0.0
+            if self.limit:  # it is stopped at the limit
+                left = min(left, max(self.limit - elapsed, 0.0))
             bound |= source is None and unit.fraction < 0.01
             guess |= source == "guess" and unit.fraction < 0.01
             informed |= cost is not None or unit.fraction >= 0.01

@@ -396,7 +396,7 @@ def execute(repo, plan: Plan, *, force: set[str] = frozenset(), jobs: int = 1, s
         reusable = stored_predictions(repo, plan, {u.key for u in todo if u.algorithm not in force})
         progress = Progress([(u.key, u.setting, f"{u.display} fold {u.fold}") for u in todo], plan.experiment, quiet,
                             1 if scheduler else jobs,
-                            prior_costs(list(stored.values()) + similar_records(repo, plan)))
+                            prior_costs(list(stored.values()) + similar_records(repo, plan)), unit_timeout)
         try:
             for unit in [u for u in todo if u.key in reusable]:
                 record, packed, source = reusable[unit.key]
@@ -428,7 +428,8 @@ def execute(repo, plan: Plan, *, force: set[str] = frozenset(), jobs: int = 1, s
                 if failed:
                     counts.failed += 1
                     counts.failures.append((record["display"], record["fold"], record["error"]))
-                progress.unit_done(record["unit"], failed, record.get("fit_seconds"))
+                progress.unit_done(record["unit"], failed, record.get("fit_seconds"),
+                                   timed_out=str(record.get("error", "")).startswith("UnitTimeout"))
         finally:
             writer.end_session(session)
         writer.compact()
