@@ -205,6 +205,8 @@ def test_the_eta_adds_what_each_remaining_unit_of_each_setting_costs():
     parallel = Progress(units + [("n0", new, "")], "x", quiet=True, jobs=2, prior={slow: 10.0, cheap: 1.0})
     eta, kind = parallel.eta(time.perf_counter())
     assert kind == "bound" and eta == pytest.approx((4 * 1.0 + 2 * 10.0) / 2)
+    limited = Progress(units, "x", quiet=True, prior={slow: 10.0, cheap: 1.0}, limit=2.0)  # --unit-timeout 2s
+    assert limited.eta(time.perf_counter()) == (pytest.approx(4 * 1.0 + 2 * 2.0), "exact")
 
 
 def _seconds(text: str) -> float:
