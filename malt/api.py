@@ -7,6 +7,7 @@ these functions, so the two never disagree).
     results.frame                        # tidy DataFrame: one row per unit × metric
     results.summary(by="algorithm")      # mean, std, folds done / planned
     malt.rescore(repo="results")         # recompute metrics from stored predictions
+    malt.forget("emot", repo="results", algorithms=["mllr"], params={"C": 10})   # remove a mistaken setting
 
 Errors are `malt.errors.MaltError` subclasses with the messages the CLI prints.
 """

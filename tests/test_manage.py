@@ -228,3 +228,14 @@ def test_kill_minus_nine_during_forget_never_shows_a_forgotten_setting_or_loses_
     assert result.returncode in (0, 2)  # 2: an earlier attempt had finished (nothing left to forget)
     assert _displays(repo, first) == ["test-counting"]
     assert not list(repo.rglob(".*.tmp"))
+
+
+def test_forget_from_python(tmp_path):
+    import malt
+
+    repo = tmp_path / "repo"
+    run = malt.cv("test-counting", "synthetic-multilabel", task="missing", folds=2, repo=repo,
+                  params={"sleep": [0.0, 0.001]})
+    done = malt.forget(run.experiment[:-2], repo=repo, params={"sleep": 0.001})
+    assert (done.experiment, done.settings, done.units) == (run.experiment, ["test-counting[sleep=0.001]"], 2)
+    assert set(malt.load(repo).frame["display"]) == {"test-counting"}
