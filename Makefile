@@ -5,7 +5,7 @@ BIN     = $(VENV)/bin
 MALT    = $(BIN)/malt
 DEMO   ?= demo-results
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test docs bench clean trials-store
 
 $(BIN)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -21,15 +21,29 @@ demo: install
 	$(MALT) cv --repo $(DEMO) --algo column-mean --dataset synthetic-multilabel --task missing --missing 0.2
 	$(MALT) results --repo $(DEMO)
 	$(MALT) show --repo $(DEMO) $$($(MALT) cv --repo $(DEMO) --quiet --algo mllr --dataset synthetic-multilabel 2>/dev/null)
+	@echo "malt is installed in $(VENV): run '. $(VENV)/bin/activate' to put malt on your PATH (or type $(MALT))"
 
 test: install
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
+# The documentation site (docs/): Sphinx with numpydoc and sphinx-gallery; warnings are errors.
+$(BIN)/.docs-installed: $(BIN)/.installed pyproject.toml
+	$(BIN)/pip install -q -e '.[docs]'
+	touch $@
+
+docs: $(BIN)/.docs-installed
+	MPLBACKEND=Agg OPENBLAS_NUM_THREADS=1 $(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+	@echo "docs/_build/html/index.html"
+
 bench: install
 	@for script in tests/benchmarks/bench_*.py; do echo "== $$script"; PYTHONPATH=. MALT_DATA=$(FIGDATA) $(BIN)/python $$script || exit 1; done
 
+# the store's trials of issue 35 with their counts (tmpfs disk-full trials need root; TRIALS=--quick for a sample)
+trials-store: install
+	PYTHONPATH=. $(BIN)/python -m tests.trials.store_trials $(TRIALS)
+
 clean:
-	rm -rf $(DEMO) figures .pytest_cache
+	rm -rf $(DEMO) figures .pytest_cache docs/_build docs/gallery docs/generated
 
 # make figures / figures-quick / table-4-4 ...: the reproductions (see figures.mk)
 include figures.mk

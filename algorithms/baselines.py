@@ -137,6 +137,7 @@ def select_on_path(params: Params, grids: dict[str, Sequence], path: Callable[[n
     path(train, val) : (n_candidates, len(val), L) scores of the validation rows for every combination,
         in the order of ``malt.numerics.selection.candidates(params, grids)``, fit on the training rows
         (indices into the caller's training part); called once per fold.
+
     loss(Y_val, scores) : the validation loss of one combination (lower is better).
     """
     options = candidates(params, grids)

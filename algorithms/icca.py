@@ -5,6 +5,7 @@ D = D1 + D2 observed dimensions, ``V ~ N(0, σ_v² I)``, ``z ~ N(0, I)``, Ψ dia
 priors. Inference is the Gibbs sampler of §3.3 with a Metropolis–Hastings step for new dishes.
 
 Vectorisation (given Z and Ψ the rows of W are conditionally independent):
+
 * b_dk for a whole column k: the collapsed (V_dk integrated out) log likelihood ratios of all D rows
   come from one residual product; only the IBP prior term m_{-d,k} is sequential over d (a scalar
   loop over precomputed ratios).

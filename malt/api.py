@@ -5,7 +5,7 @@ these functions, so the two never disagree).
     run = malt.cv(["bmr", "mlknn"], dataset="emotions", missing=0.3, repo="results")
     results = malt.load("results")
     results.frame                        # tidy DataFrame: one row per unit × metric
-    results.summary(by="algorithm")      # mean, std, folds done / planned
+    results.summary(by="algorithm")      # mean, std in each metric's unit, folds done / planned
     malt.rescore(repo="results")         # recompute metrics from stored predictions
     malt.forget("emot", repo="results", algorithms=["mllr"], params={"C": 10})   # remove a mistaken setting
 
@@ -44,7 +44,13 @@ def repository(repo):
     """The `Repository` at ``repo`` (a path), or ``repo`` itself if it is one already."""
     from malt.repository.store import Repository
 
-    return repo if hasattr(repo, "experiment") else Repository(Path(repo))
+    if hasattr(repo, "experiment"):
+        return repo
+    if not str(repo).strip():
+        from malt.errors import RepositoryError
+
+        raise RepositoryError("The repository path is empty; pass the repository folder (for example repo=\"results\").")
+    return Repository(Path(repo))
 
 
 def _names(items) -> list[str]:
@@ -301,7 +307,10 @@ def rescore(repo="results", *, experiments: Iterable[str] = (), metrics: Iterabl
                                                 problems)
                 for key, record in ok.items():
                     if key in stored:  # the new record points at the same stored predictions
-                        writer.commit(engine.rescore_unit(dataset, task, options, record, stored[key], only), None)
+                        new = engine.rescore_unit(dataset, task, options, record, stored[key], only)
+                        if _same_scores(new, record):
+                            continue  # nothing changed: the log is left as it was
+                        writer.commit(new, None)
                 writer.sync()
                 writer.compact()
             out.append(Rescored(exp, len(stored), len(ok) - len(stored), problems))
@@ -310,6 +319,15 @@ def rescore(repo="results", *, experiments: Iterable[str] = (), metrics: Iterabl
                 raise
             on_error(exp, err)
     return out
+
+
+def _same_scores(new: dict, old: dict) -> bool:
+    import json
+
+    def scores(record):
+        return json.dumps([record.get("metrics"), record.get("metric_versions")], sort_keys=True)
+
+    return scores(new) == scores(old)
 
 
 def load(path="results", experiments: Iterable[str] | None = None):

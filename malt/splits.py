@@ -39,6 +39,7 @@ class MissingSplit:
 
     M : (n, m) float matrix; NaN at every entry the algorithm must not see (hidden ones included).
         For label matrices the entries are the truncated log-odds ±c (``kind='labels'``).
+
     hidden : (n, m) bool, the entries that are scored (a subset of the NaN entries)
     X : (n, d) row features or None (the side information K1 is built from)
     rows : dataset rows of M's rows (``np.arange(n)`` for the whole matrix)

@@ -7,7 +7,8 @@ long it took to compute, and carries a digest verified on every read: a damaged 
 never used, and recomputed. Writes are atomic and idempotent, so concurrent writers of one key are
 harmless and `clear` is safe at any time (a run that misses an entry recomputes it). The
 modification time of an entry is its "last used" time: the writer touches the entries its units
-read.
+read. The cache is optional: a write that fails (a full disk) costs the entry, never the unit that
+computed it. Temporary files of writers killed mid-write are swept (`sweep`).
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from pathlib import Path
 
 from malt.errors import RepositoryError
 
-from .files import atomic_write, check_no_links, read_bytes, remove
+from .files import (atomic_write, check_folder, check_no_links, describe_mode, read_bytes, refused, remove,
+                    sweep_temporaries)
 
 KEY = re.compile(r"[0-9a-f]{16,64}")
 ENTRY_SECONDS = 0.02
@@ -97,18 +99,33 @@ class ArtifactCache:
             except (OSError, ValueError, RepositoryError):
                 pass  # last-used times are advisory
 
+    def check_entries(self) -> None:
+        """Refuse (by name) a link, FIFO, device, socket or folder in the place of an entry: readers
+        and `clear` would otherwise meet it (checked by the driver before a run, and by listings)."""
+        self._scan()
+
+    def _scan(self) -> list:
+        check_folder(self.root, self.folder)
+        if not os.path.lexists(self.folder):
+            return []
+        found = []
+        for item in sorted(os.scandir(self.folder), key=lambda e: e.name):
+            if not item.name.endswith(".h5") or not KEY.fullmatch(item.name[:-3]):
+                continue
+            if not item.is_file(follow_symlinks=False):
+                raise refused(item.path, describe_mode(item.stat(follow_symlinks=False).st_mode))
+            found.append(item)
+        return found
+
     def entries(self) -> list[Entry]:
+        """The entries (regular files with a key's name; a link or anything else there is refused)."""
         from .hdf5 import read_meta
 
         out = []
-        if not self.folder.is_dir() or self.folder.is_symlink():
-            return out
-        for item in sorted(os.scandir(self.folder), key=lambda e: e.name):
+        for item in self._scan():
             key = item.name[:-3]
-            if not item.name.endswith(".h5") or not KEY.fullmatch(key) or not item.is_file(follow_symlinks=False):
-                continue
             st = item.stat(follow_symlinks=False)
-            meta = read_meta(item.path)
+            meta = read_meta(Path(item.path))
             out.append(Entry(key, Path(item.path), st.st_size, st.st_mtime, meta.get("name", "?"),
                              meta.get("producer", "?"), meta.get("spec", ""),
                              float(meta.get("compute_seconds", float("nan")))))
@@ -116,6 +133,12 @@ class ArtifactCache:
 
     def remove(self, key: str) -> bool:
         return remove(self.root, self.path(key))
+
+    def sweep(self, older_than: float = 3600.0) -> list[str]:
+        """Remove temporary files of cache writers killed mid-write: those of a process no longer
+        running (after a minute's grace) or older than ``older_than`` (0 only under the exclusive
+        repository lock: every cache writer holds it shared)."""
+        return sweep_temporaries(self.root, self.folder, older_than, dead_after=60.0)
 
     def verify(self) -> list[str]:
         """Check every entry; delete damaged ones (they are recomputed on demand). Returns what was done."""

@@ -29,11 +29,11 @@ import numpy as np
 from malt.errors import unknown_name
 
 from . import legacy
-from .files import (atomic_write, check_no_links, ensure_dir, fsync_dir, read_bytes, sweep_temporaries, validate_name,
-                    write_error)
+from .files import (atomic_write, check_file, check_folder, check_no_links, ensure_dir, fsync_dir, read_bytes,
+                    sweep_temporaries, validate_name, write_error)
 from .integrity import DamagedJSON, seal, unseal_json
 from .locks import FileLock
-from .records import AppendLog, encode, payload, read_log
+from .records import MAGIC_1, AppendLog, encode, payload, read_log, reframed
 
 SPEC, UNITS, PREDICTIONS, LOCK = "spec.json", "units.log", "predictions.log", ".lock"
 SYNC_SECONDS = 0.5
@@ -69,6 +69,7 @@ def unpack_arrays(meta: list[dict], blob: memoryview) -> dict[str, np.ndarray]:
 def experiment_ids(root: Path) -> list[str]:
     """The experiments of the repository at ``root``: folders of experiments/ with a spec, no links."""
     folder = Path(root) / "experiments"
+    check_folder(root, folder)  # a link is refused, never listed through
     if not folder.is_dir():
         return []
     return sorted(entry.name for entry in os.scandir(folder)
@@ -87,11 +88,11 @@ class ExperimentFiles:
 
     @property
     def exists(self) -> bool:
-        return (self.folder / SPEC).exists()
+        return os.path.lexists(self.folder / SPEC)
 
     @property
     def is_legacy(self) -> bool:
-        return not (self.folder / UNITS).exists() and legacy.has_legacy(self.folder)
+        return not os.path.lexists(self.folder / UNITS) and legacy.has_legacy(self.folder)
 
     def read_spec(self) -> dict:
         path = self.folder / SPEC
@@ -130,6 +131,9 @@ class ExperimentFiles:
         for offset in found.damaged:
             problems.append(f"{path}: damaged bytes at offset {offset} (the record there is lost; "
                             f"`malt repair --experiment {self.id}` cleans the log, `malt rerun` recomputes the unit)")
+        if legacy_tail(data, found):
+            problems.append(f"{path}: {LEGACY_TAIL} `malt repair --experiment {self.id}` drops it, `malt rerun` "
+                            "recomputes the unit")
         for record in found.records:
             header = record.header
             kind = header.get("type")
@@ -158,6 +162,8 @@ class ExperimentFiles:
         if found.damaged and problems is not None:
             problems.append(f"{path}: damaged bytes at {len(found.damaged)} place(s); the units whose predictions "
                             "were there need `malt rerun --algo NAME` to be rescored")
+        if legacy_tail(data, found) and problems is not None:
+            problems.append(f"{path}: {LEGACY_TAIL} `malt repair --experiment {self.id}` drops it")
         out = {}
         for record in found.records:
             header = record.header
@@ -188,29 +194,39 @@ class ExperimentWriter:
         except BaseException:
             self.repo_lock.release()
             raise
-        sweep_temporaries(files.folder, older_than=0)  # we hold the lock: nobody else writes here
+        sweep_temporaries(root, files.folder, older_than=0)  # we hold the lock: nobody else writes here
+        self.notes: list[str] = []  # what a user should hear of (a torn tail dropped)
         self._units: AppendLog | None = None
         self._predictions: AppendLog | None = None
         self._last_sync = time.monotonic()
+        self._pending_spec: dict | None = None
+        self._pending_session: dict | None = None
+        self._written_sessions: set[str] = set()
 
     def _log(self, name: str) -> AppendLog:
-        if name == UNITS:
-            if self._units is None:
-                self._units = AppendLog(self.files.root, self.files.folder / UNITS)
-            return self._units
-        if self._predictions is None:
-            self._predictions = AppendLog(self.files.root, self.files.folder / PREDICTIONS)
-        return self._predictions
+        attr = "_units" if name == UNITS else "_predictions"
+        if getattr(self, attr) is None:
+            log = AppendLog(self.files.root, self.files.folder / name)
+            self.notes += log.notes
+            setattr(self, attr, log)
+        return getattr(self, attr)
 
-    def write_spec(self, spec: dict) -> None:
-        """Replace spec.json and keep a copy in the log (what `repair` restores from)."""
+    def write_spec(self, spec: dict, *, with_first_unit: bool = False) -> None:
+        """Replace spec.json and keep a copy in the log (what `repair` restores from).
+        ``with_first_unit``: only once a unit is committed (a run that fails before committing
+        anything, such as one whose cluster cannot be reached, leaves the experiment as it was)."""
+        if with_first_unit:
+            self._pending_spec = spec
+            return
         self._log(UNITS).append(encode({"type": "spec", "spec": spec, "time": time.time()}))
         self._log(UNITS).sync()
         atomic_write(self.files.root, self.files.folder / SPEC, seal(spec))
 
     def session(self, info: dict) -> str:
+        """A run session's id; its record is written with the session's first unit (a run that
+        commits nothing, such as one whose cluster cannot be reached, leaves the log as it was)."""
         sid = secrets.token_hex(8)
-        self._log(UNITS).append(encode(dict(info, type="session", session=sid)))
+        self._pending_session = dict(info, type="session", session=sid)
         return sid
 
     def forget(self, record: dict) -> None:
@@ -239,11 +255,20 @@ class ExperimentWriter:
 
     def end_session(self, sid: str) -> None:
         """Mark the end of a run session (its provenance gets an end time) and make everything durable."""
-        self._log(UNITS).append(encode({"type": "session-end", "session": sid, "ended": time.time()}))
+        if sid in self._written_sessions:
+            self._log(UNITS).append(encode({"type": "session-end", "session": sid, "ended": time.time()}))
+        self._pending_session = None
         self.sync()
 
     def commit(self, record: dict, arrays: dict[str, np.ndarray] | None) -> None:
         """Store one finished unit: its predictions first, then the record that makes it committed."""
+        if self._pending_spec is not None:
+            spec, self._pending_spec = self._pending_spec, None
+            self.write_spec(spec)
+        if self._pending_session is not None:
+            self._log(UNITS).append(encode(self._pending_session))
+            self._written_sessions.add(self._pending_session["session"])
+            self._pending_session = None
         record = dict(record, type="unit")
         if arrays:
             meta, blob = pack_arrays(arrays)
@@ -266,7 +291,7 @@ class ExperimentWriter:
         self.close_logs()
         folder, root = self.files.folder, self.files.root
         data, found = read_log(folder / UNITS)
-        if not found.records:
+        if not found.records and not (force and (found.damaged or found.torn_tail)):
             return False
         newest: dict[str, int] = {}
         specs, forgets = [], []
@@ -285,18 +310,17 @@ class ExperimentWriter:
                       | {i for i, r in enumerate(found.records)
                          if r.header.get("type") in ("session", "session-end")
                          and r.header.get("session") in sessions_used})
-        waste = 1 - len(keep) / len(found.records)
+        waste = 1 - len(keep) / max(len(found.records), 1)
         if not force and (waste <= COMPACT_WASTE or len(data) < (256 << 10)) and not found.damaged:
             return False
+        check_file(root, folder / PREDICTIONS, single_link=True)
+        check_file(root, folder / UNITS, single_link=True)
         live_predictions = {found.records[i].header.get("predictions") for i in newest.values()} - {None}
         pdata, pfound = read_log(folder / PREDICTIONS)
         pkeep = [r for r in pfound.records if r.header.get("id") in live_predictions]
-        if pfound.records or pfound.damaged:
-            atomic_write(root, folder / PREDICTIONS,
-                         b"".join(pdata[r.offset:r.payload_offset + r.payload_length] for r in pkeep))
-        atomic_write(root, folder / UNITS,
-                     b"".join(data[found.records[i].offset:found.records[i].payload_offset
-                                   + found.records[i].payload_length] for i in keep))
+        if pfound.records or pfound.damaged or pfound.torn_tail:
+            atomic_write(root, folder / PREDICTIONS, b"".join(reframed(pdata, r) for r in pkeep))
+        atomic_write(root, folder / UNITS, b"".join(reframed(data, found.records[i]) for i in keep))
         return True
 
     def close_logs(self) -> None:
@@ -322,12 +346,26 @@ class ExperimentWriter:
 
 def check_layout(root: Path, folder: Path) -> None:
     """Refuse, before anything is written, a repository whose shared folders or this experiment's
-    files are symbolic links (a repository someone sent may try to redirect writes elsewhere)."""
-    for name in ("cache", "datasets", "data", "experiments", "forgotten", "legacy", ".lock"):
-        check_no_links(root, root / name)
-    check_no_links(root, folder)
-    for name in (SPEC, UNITS, PREDICTIONS, LOCK):
-        check_no_links(root, folder / name)
+    files are symbolic links, FIFOs, devices, sockets or (for files) folders, or whose logs and lock
+    files have other hard links (a repository someone sent may try to redirect writes elsewhere, or
+    to hang the writer)."""
+    for name in ("cache", "datasets", "data", "experiments", "forgotten", "legacy"):
+        check_folder(root, root / name)
+    check_file(root, root / ".lock", single_link=True)
+    check_folder(root, folder)
+    check_file(root, folder / SPEC)
+    for name in (UNITS, PREDICTIONS, LOCK):
+        check_file(root, folder / name, single_link=True)
+
+
+LEGACY_TAIL = ("its last record, written by an earlier malt (record framing 1, whose lengths carry no check), "
+               "runs past the end of the file: a write cut short, or damage to its lengths;")
+
+
+def legacy_tail(data: bytes, found) -> bool:
+    """The log ends in an incomplete record of framing 1. No writer of today appends one, so it is not
+    a write in flight: readers name it (framing 1 cannot tell a torn write from damaged lengths)."""
+    return found.torn_tail and data[found.end:found.end + 8] == MAGIC_1
 
 
 def forget_units(units: dict[str, dict], record: dict) -> dict[str, dict]:

@@ -61,9 +61,18 @@ def from_bytes(data: bytes, where: str):
 
 
 def read_meta(path) -> dict:
-    """Only the attributes of a file (for listings); {} if unreadable."""
+    """Only the attributes of a file (for listings); {} if unreadable. The file is opened like every
+    repository file (`files.open_file`: no link followed, nothing but a regular file)."""
+    import os
+
+    from .files import open_file
+
     try:
-        with h5py.File(path, "r") as f:
+        handle = os.fdopen(open_file(path), "rb")
+    except (OSError, RepositoryError):
+        return {}
+    try:
+        with handle, h5py.File(handle, "r") as f:
             return json.loads(f.attrs["meta"])
     except Exception:
         return {}

@@ -9,15 +9,20 @@ still read (and verified against the hash an experiment recorded, when there is 
 """
 from __future__ import annotations
 
+import io
 import json
+import os
 import time
 from pathlib import Path
 
 from malt.errors import DataError, RepositoryError
 
-from .files import atomic_write, check_no_links, ensure_dir, read_bytes, validate_name
-from .integrity import seal, unseal_json
+from .files import RefusedEntry, atomic_write, check_folder, check_no_links, ensure_dir, read_bytes, validate_name
+from .integrity import DamagedJSON, seal, unseal_json
 from .locks import FileLock
+
+IMPORT_AGAIN = "import the file again with `malt datasets import`"
+"""What to do after an import's write failed (nothing of it was committed)."""
 
 
 class DatasetStore:
@@ -34,6 +39,7 @@ class DatasetStore:
         return self.folder / "objects" / f"{content_hash}.h5"
 
     def names(self) -> list[str]:
+        check_folder(self.root, self.folder)  # a link is refused, never listed through
         if not self.folder.is_dir():
             return []
         found = {p.stem for p in self.folder.glob("*.json")} | {p.stem for p in self.folder.glob("*.h5")}
@@ -49,9 +55,16 @@ class DatasetStore:
     def save(self, dataset, source: dict, force: bool = False) -> Path:
         """Store the dataset's content (if new) and point ``dataset.name`` at it."""
         name = validate_name("dataset", dataset.name)
-        current = self.pointer(name) if (self.folder / f"{name}.json").exists() else None
+        check_folder(self.root, self.folder)
+        check_folder(self.root, self.folder / "objects")
+        try:
+            current = self.pointer(name)
+        except DamagedJSON:
+            if not force:
+                raise
+            current = None  # --force points the name at the new content: the damaged pointer is replaced
         legacy = self.folder / f"{name}.h5"
-        if (current is not None or legacy.exists()) and not force:
+        if (current is not None or os.path.lexists(legacy)) and not force:
             old = current["hash"][:16] if current else "an earlier import"
             raise RepositoryError(f"A dataset named '{name}' is already imported ({old}); pass --force to point the "
                                   "name at the new content (experiments on the old content keep it), or choose "
@@ -61,12 +74,12 @@ class DatasetStore:
             from .hdf5 import to_bytes
 
             target = self.object_path(dataset.hash)
-            if not target.exists():
+            if not os.path.lexists(target):
                 meta = {"name": dataset.name, "hash": dataset.hash, "meta": dataset.meta}
-                atomic_write(self.root, target, to_bytes(dataset.components, meta))
+                atomic_write(self.root, target, to_bytes(dataset.components, meta), then=IMPORT_AGAIN)
             pointer = {"name": name, "hash": dataset.hash, "object": f"objects/{dataset.hash}.h5",
                        "source": source, "imported": time.time(), "rows": dataset.n_rows}
-            atomic_write(self.root, self.pointer_path(name), seal(pointer))
+            atomic_write(self.root, self.pointer_path(name), seal(pointer), then=IMPORT_AGAIN)
         return target
 
     def load(self, name: str | None = None, content_hash: str | None = None):
@@ -74,7 +87,7 @@ class DatasetStore:
         from malt.datasets.dataset import Dataset
 
         if content_hash is None:
-            pointer = self.pointer(name) if (self.folder / f"{name}.json").exists() else None
+            pointer = self.pointer(name)
             if pointer is None:
                 return self._legacy(name, None)
             content_hash = pointer["hash"]
@@ -83,7 +96,7 @@ class DatasetStore:
             check_no_links(self.root, path)
             data = read_bytes(path)
         except FileNotFoundError:
-            if name is not None and (self.folder / f"{name}.h5").exists():
+            if name is not None and os.path.lexists(self.folder / f"{name}.h5"):
                 return self._legacy(name, content_hash)
             raise DataError(f"The imported data {content_hash[:16]} ({name or 'by hash'}) is no longer in "
                             f"{self.folder}; import the file again with `malt datasets import`.") from None
@@ -112,10 +125,13 @@ class DatasetStore:
             raise DataError("no imported dataset given")
         path = self.folder / f"{validate_name('dataset', name)}.h5"
         check_no_links(self.root, path)
-        if not path.exists():
-            raise DataError(f"No imported dataset '{name}' in {self.root}; import it with `malt datasets import`.")
         try:
-            with h5py.File(path, "r") as f:
+            data = read_bytes(path)
+        except FileNotFoundError:
+            raise DataError(f"No imported dataset '{name}' in {self.root}; import it with `malt datasets import`.") \
+                from None
+        try:
+            with h5py.File(io.BytesIO(data), "r") as f:
                 import hashlib
 
                 scratch = hashlib.blake2b()
@@ -130,19 +146,43 @@ class DatasetStore:
                             "start a new experiment with `malt cv`.")
         return dataset
 
-    def verify(self) -> list[str]:
-        """Check every stored object against its hash; report (never delete) damaged ones."""
-        problems = []
+    def verify(self) -> tuple[list[str], list[str]]:
+        """Check every stored object against its hash and every pointer against its checksum; a
+        damaged pointer is rebuilt when exactly one stored object was imported under its name (a
+        pointer is derived: name -> content hash). Returns (what was done, what is left damaged);
+        objects are never deleted."""
+        done, problems = [], []
         objects = self.folder / "objects"
+        check_folder(self.root, self.folder)
+        check_folder(self.root, objects)
+        intact: dict[str, list] = {}  # name the object was imported under -> [(hash, rows, mtime)]
         for path in sorted(objects.glob("*.h5")) if objects.is_dir() else []:
             try:
-                self.load(content_hash=path.stem)
+                dataset = self.load(content_hash=path.stem)
+            except RefusedEntry:
+                raise  # a link or a FIFO is not damage: it is refused, as everywhere
             except (DataError, RepositoryError) as err:
                 problems.append(str(err))
+                continue
+            intact.setdefault(dataset.name, []).append((path.stem, dataset.n_rows, os.lstat(path).st_mtime))
         for name in self.names():
-            if (self.folder / f"{name}.json").exists():
-                try:
-                    self.pointer(name)
-                except RepositoryError as err:
-                    problems.append(str(err))
-        return problems
+            if not os.path.lexists(self.folder / f"{name}.json"):
+                continue
+            try:
+                self.pointer(name)
+            except RepositoryError as err:
+                found = intact.get(name, [])
+                if len(found) != 1:
+                    held = (f"{len(found)} stored contents were imported as '{name}'" if found else
+                            f"no intact stored content was imported as '{name}'")
+                    problems.append(f"{err}; {held}, so malt cannot tell which it pointed at: import the file "
+                                    f"again with `malt datasets import {name} FILE --force`")
+                    continue
+                content_hash, rows, mtime = found[0]
+                pointer = {"name": name, "hash": content_hash, "object": f"objects/{content_hash}.h5",
+                           "source": {"kind": "rebuilt"}, "imported": mtime, "rows": rows}
+                with FileLock(self.root, self.folder / ".lock", f"Datasets of {self.root}").acquire(wait=True):
+                    atomic_write(self.root, self.pointer_path(name), seal(pointer), then="run `malt repair` again")
+                done.append(f"rebuilt {self.pointer_path(name)} ({err}): it points at {content_hash[:16]}, the one "
+                            f"stored content imported as '{name}'")
+        return done, problems

@@ -16,7 +16,7 @@ import re
 import stat
 from pathlib import Path
 
-from .files import read_bytes
+from .files import describe_mode, read_bytes, refused
 
 SEALED = re.compile(r'\{"checksum": "[0-9a-f]{16}", "record": ')
 
@@ -47,24 +47,22 @@ def salvage(data: bytes) -> list[dict]:
 
 
 def has_legacy(folder: Path) -> bool:
-    return (folder / "results.h5").exists() or (folder / "journal").is_dir()
+    return os.path.lexists(folder / "results.h5") or os.path.lexists(folder / "journal")
 
 
 def read(folder: Path, problems: list) -> list[dict]:
-    """All readable unit records of a format-1 experiment folder (damage described in ``problems``)."""
+    """All readable unit records of a format-1 experiment folder (damage described in ``problems``; a
+    link or an entry of the wrong kind is refused by name, as everywhere in a repository)."""
     records: list[dict] = []
     results = folder / "results.h5"
     if os.path.lexists(results):
-        if stat.S_ISLNK(os.lstat(results).st_mode):
-            problems.append(f"{results} is a symbolic link; malt never follows links inside a repository")
-        else:
-            records += _read_container(results, problems)
+        records += _read_container(results, problems)
     journal = folder / "journal"
-    if journal.is_dir() and not journal.is_symlink():
+    if os.path.lexists(journal):
+        mode = os.lstat(journal).st_mode
+        if not stat.S_ISDIR(mode):
+            raise refused(journal, describe_mode(mode))
         for path in sorted(journal.glob("*.json")):
-            if path.is_symlink():
-                problems.append(f"{path} is a symbolic link; it is ignored")
-                continue
             try:
                 records.append(unseal(read_bytes(path).decode("utf-8")))
             except (ValueError, KeyError, UnicodeDecodeError, TypeError):

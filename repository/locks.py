@@ -5,8 +5,10 @@ the whole repository (format migration, `malt repair` of everything), so those w
 experiments and the experiments wait for them. ``experiments/ID/.lock`` is held exclusive by the one
 process writing that experiment: two `malt cv` on different experiments run side by side, a second
 one on the same experiment waits (``--wait``) or refuses with one line. While held exclusive, the lock
-file records who holds it, for that line; the note is cleared on release, so a command leaves the
-file as it found it (empty) whether it succeeded or refused its input.
+file records who holds it, for that line; the note is cleared on release and the file's modification
+time put back, so a command leaves the file as it found it (empty, same time) whether it succeeded,
+refused its input or had nothing to do. A lock file is opened like every repository file (no link
+followed, nothing but a regular file, and — since the note truncates it — a single hard link).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from malt.errors import RepositoryError
 
-from .files import check_no_links, describe_os_error
+from .files import RefusedEntry, check_no_links, describe_os_error, open_file
 
 
 class FileLock:
@@ -26,11 +28,14 @@ class FileLock:
         self.root, self.path, self.what = Path(root), Path(path), what
         self.fd: int | None = None
         self.noted = False  # this holder wrote its note into the file
+        self.found_times: tuple[int, int] | None = None  # (atime, mtime) in ns before the note was written
 
     def acquire(self, *, exclusive: bool = True, wait: bool = False) -> "FileLock":
         check_no_links(self.root, self.path)
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+            fd = open_file(self.path, os.O_RDWR | os.O_CREAT, single_link=True)
+        except RefusedEntry:
+            raise
         except OSError as err:
             raise RepositoryError(f"Cannot write to {self.path.parent}: {describe_os_error(err)}. "
                                   "Pass --repo with a folder you can write to.") from None
@@ -51,6 +56,8 @@ class FileLock:
         self.noted = False
         if exclusive:
             try:
+                found = os.fstat(fd)
+                self.found_times = (found.st_atime_ns, found.st_mtime_ns)
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, f"malt pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
                 self.noted = True
@@ -65,6 +72,8 @@ class FileLock:
                 if self.noted:
                     try:
                         os.ftruncate(self.fd, 0)  # the note is true only while the lock is held
+                        if self.found_times is not None:
+                            os.utime(self.fd, ns=self.found_times)
                     except OSError:
                         pass
                     self.noted = False

@@ -2,7 +2,8 @@
 
 Layout (format 2)::
 
-    REPO/malt-repository.json      marker with the format version
+    REPO/malt-repository.json      marker with the format version, sealed with a checksum (derived:
+                                   `malt repair` rebuilds it from the folder's contents when damaged)
     REPO/.lock                     shared by experiment writers, exclusive for whole-repository work
     REPO/data/                     files downloaded by `malt datasets fetch` (MALT_DATA layout)
     REPO/datasets/NAME.json        an imported name -> content hash (see `imports`)
@@ -19,7 +20,6 @@ repository run concurrently; no symbolic link inside a repository is followed.
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -30,11 +30,35 @@ from .cache import ArtifactCache
 from .experiments import ExperimentFiles, experiment_ids
 from .files import atomic_write, check_no_links, ensure_dir, read_bytes
 from .imports import DatasetStore
-from .integrity import seal, unseal_json
+from .integrity import DamagedJSON, seal, unseal_json
 from .locks import FileLock
 
 FORMAT = 2
 MARKER = "malt-repository.json"
+FORMAT_1_KEYS = {"format", "created"}
+"""All a format-1 marker held (it had no checksum): an unsealed marker with anything else is damaged."""
+
+
+class DamagedMarker(DamagedJSON):
+    """The repository's marker does not verify (`malt repair` rebuilds it)."""
+
+
+def read_marker(root: Path) -> dict:
+    """The content of ``root``'s marker (FileNotFoundError if it has none); DamagedMarker, saying to
+    run `malt repair`, when it does not verify."""
+    path = Path(root) / MARKER
+    data = read_bytes(path)
+    try:
+        sealed = b'"checksum"' in data
+        value = unseal_json(data, str(path), legacy_ok=not sealed)
+        if not sealed and (set(value) - FORMAT_1_KEYS or value.get("format") != 1):
+            raise DamagedJSON(f"{path} is damaged (it has no checksum, and is not a marker of the first store format)")
+        if not isinstance(value.get("format"), int) or isinstance(value["format"], bool) or value["format"] < 1:
+            raise DamagedJSON(f"{path} is damaged (no store format version)")
+    except DamagedJSON as err:
+        raise DamagedMarker(f"{err}; `malt repair --repo {root}` rebuilds it from the repository's contents") \
+            from None
+    return value
 
 
 def default_path() -> Path:
@@ -58,20 +82,33 @@ class Repository:
     # ---- existence -------------------------------------------------------------------------------
     @property
     def exists(self) -> bool:
-        return (self.path / MARKER).is_file()
+        return os.path.lexists(self.path / MARKER)
 
     @property
     def format(self) -> int:
         try:
-            marker = unseal_json(read_bytes(self.path / MARKER), str(self.path / MARKER), legacy_ok=True)
+            return read_marker(self.path)["format"]
         except FileNotFoundError:
             return FORMAT
-        return int(marker.get("format", 1))
 
-    def check_readable(self) -> "Repository":
+    def check_readable(self, *, for_repair: bool = False) -> "Repository":
+        """Fail with one line unless this is a repository malt can read. ``for_repair``: a damaged
+        or missing marker is accepted when the folder holds malt's experiments (repair rebuilds it)."""
         if self.path.exists() and not self.path.is_dir():
             raise RepositoryError(f"{self.path} is a file, not a malt repository; pass --repo with a folder.")
+        if for_repair and self.looks_like_a_repository():
+            try:
+                newer = self.format > FORMAT
+            except (FileNotFoundError, DamagedMarker):
+                return self  # what repair rebuilds
+            if newer:
+                raise RepositoryError(f"{self.path} was written by a newer malt (format {self.format}); upgrade "
+                                      "malt.")
+            return self
         if not self.exists:
+            if experiment_ids(self.path):
+                raise RepositoryError(f"{self.path} holds malt experiments but no {MARKER}; `malt repair --repo "
+                                      f"{self.path}` rebuilds it (or pass --repo with another folder).")
             if self.path.is_dir() and any(self.path.iterdir()):
                 raise RepositoryError(f"{self.path} is a folder but not a malt repository (no {MARKER}); "
                                       "pass --repo with a repository folder or a new path.")
@@ -80,6 +117,29 @@ class Repository:
         if self.format > FORMAT:
             raise RepositoryError(f"{self.path} was written by a newer malt (format {self.format}); upgrade malt.")
         return self
+
+    def looks_like_a_repository(self) -> bool:
+        """The folder has a marker (perhaps damaged) or holds an experiment of malt's layout
+        (``experiments/ID/spec.json``): what lets `malt repair` rebuild a damaged or lost marker."""
+        return self.exists or bool(experiment_ids(self.path))
+
+    def marker_problem(self) -> str | None:
+        """Why the marker cannot be used (damaged, missing, not a regular file), or None."""
+        try:
+            read_marker(self.path)
+        except FileNotFoundError:
+            return f"{self.path / MARKER} is missing"
+        except RepositoryError as err:
+            return str(err).split("; `malt repair")[0]
+        return None
+
+    def rebuild_marker(self, format_version: int) -> None:
+        """Write a fresh marker (the caller holds the exclusive repository lock)."""
+        from .files import check_file
+
+        check_file(self.path, self.path / MARKER)
+        atomic_write(self.path, self.path / MARKER, seal({"format": format_version, "rebuilt": time.time()}),
+                     then="run `malt repair` again")
 
     def check_writable_target(self) -> None:
         """Fail (touching nothing) if the path cannot become or be a repository."""
@@ -109,7 +169,8 @@ class Repository:
 
             raise RepositoryError(f"Cannot create the repository {self.path}: {describe_os_error(err)}. "
                                   "Pass --repo with a folder you can write to.") from None
-        atomic_write(self.path, self.path / MARKER, seal({"format": FORMAT, "created": time.time()}))
+        atomic_write(self.path, self.path / MARKER, seal({"format": FORMAT, "created": time.time()}),
+                     then="run the command again")
 
     def lock_all(self, *, wait: bool = False) -> FileLock:
         """The exclusive repository lock (whole-repository operations: migration, repair of all)."""
@@ -151,10 +212,9 @@ class Repository:
         return ensure_dir(self.path, self.path / "legacy")
 
     def describe(self) -> dict:
-        marker = self.path / MARKER
         try:
-            return json.loads(read_bytes(marker))
-        except (FileNotFoundError, ValueError, UnicodeDecodeError):
+            return read_marker(self.path)
+        except (FileNotFoundError, RepositoryError):
             return {}
 
     def check_inside(self, path: Path) -> None:

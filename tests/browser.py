@@ -120,6 +120,10 @@ class Browser:
         """Browser console entries since the last call (level, message)."""
         return self._session("POST", "/se/log", {"type": "browser"})
 
+    def resize(self, width: int, height: int) -> None:
+        """The window's outer size in CSS pixels (the viewport is what the page reports as innerWidth)."""
+        self._session("POST", "/window/rect", {"width": width, "height": height})
+
     def screenshot(self, path: str | os.PathLike | None = None) -> bytes:
         png = base64.b64decode(self._session("GET", "/screenshot"))
         if path is not None:

@@ -238,6 +238,61 @@ CASES += [
     Case("rerun-unknown-experiment", ("rerun", "--experiment", "nosuch", "--repo", "{r}"), "error", ""),
 ]
 
+# ---- issue 35: all-NaN label columns, malformed MULAN XML, malformed experiment files --------------------
+NAN_LABELS = {  # file: (labels, error pattern)
+    "label-col-all-unknown.arff": ("2", "l2.*(no known value|every value|unknown)"),
+    "label-col-all-unknown-sparse.arff": ("2", "l2.*(no known value|every value|unknown)"),
+    "label-col-all-nan.csv": ("2", "l2.*(no known value|every value|unknown)"),
+    "label-col-all-empty.csv": ("2", "l2.*(no known value|every value|unknown)"),
+    "label-col-all-question.csv": ("2", "l1.*(no known value|every value|unknown)"),
+    "class-all-nan.csv": (None, "class column 'label' is missing"),
+}
+for file, (labels, pattern) in NAN_LABELS.items():
+    extra = ("--labels", labels) if labels else ()
+    CASES.append(Case(f"import-{file}", imp("mine", file, *extra), "error", pattern))
+    CASES.append(Case(f"cv-{file}", cv(f"{{c}}/{file}", *extra, algo="gf" if labels is None else "test-counting"),
+                      "error", pattern))
+XML_MORE = {  # xml file (with good.arff): expected rows, or None and the error pattern
+    "label-no-name.xml": (None, "no name attribute"), "label-empty-name.xml": (None, "label '' named in the XML"),
+    "wrong-root.xml": (None, "no <label"), "empty.xml": (None, "XML error"), "truncated.xml": (None, "XML error"),
+    "hierarchical.xml": (12, ""), "hierarchical-dup.xml": (None, "listed twice"), "internal-entity.xml": (12, ""),
+    "external-entity.xml": (None, "XML error"), "billion-laughs.xml": (None, "XML error"),
+    "deep-nesting.xml": (12, ""), "every-attribute-a-label.xml": (None, "no features"),
+    "feature-as-label.xml": (None, "f1"), "latin1-label.xml": (None, "'l\u00e9' named in the XML"),
+    "utf16.xml": (12, ""), "nul-bytes.xml": (None, "XML error"), "one-label.xml": (12, ""),
+    "unclosed-attribute.xml": (None, "XML error"), "two-roots.xml": (None, "XML error"),
+}
+for xml_file, (n, pattern) in XML_MORE.items():
+    args = ("--labels", f"{{c}}/{xml_file}")
+    if n:
+        CASES.append(Case(f"import-good.arff-{xml_file}", imp("mine", "good.arff", *args), "ok",
+                          rf"imported mine \({n} rows"))
+        CASES.append(Case(f"cv-good.arff-{xml_file}", cv("{c}/good.arff", *args, "--folds", "3"), "ok",
+                          r"3 unit\(s\) run"))
+    else:
+        CASES.append(Case(f"import-good.arff-{xml_file}", imp("mine", "good.arff", *args), "error", pattern))
+        CASES.append(Case(f"cv-good.arff-{xml_file}", cv("{c}/good.arff", *args), "error", pattern))
+TOML = {  # experiment file: error pattern ('' with expect ok: the runs' output)
+    "empty.toml": "no \\[\\[experiment\\]\\] block", "syntax-error.toml": "not valid TOML",
+    "duplicate-key.toml": "not valid TOML", "not-utf8.toml": "not valid TOML",
+    "experiment-table.toml": "no \\[\\[experiment\\]\\] block", "experiment-number.toml": "no \\[\\[experiment",
+    "experiment-list-of-numbers.toml": "block 1 is not a table", "unknown-key.toml": "unknown key 'fold'",
+    "no-algorithms.toml": "needs datasets and algorithms", "empty-datasets.toml": "needs datasets and algorithms",
+    "datasets-number.toml": "datasets must be", "datasets-nested.toml": "datasets must be",
+    "algorithms-number.toml": "algorithms must be", "algorithms-table.toml": "algorithms must be",
+    "options-number.toml": "options must be a table", "options-unknown.toml": "no option 'nosuch'",
+    "options-empty-sweep.toml": "sweeps no value", "options-bad-value.toml": "missing",
+    "params-list.toml": "params must be a table", "params-unknown.toml": "nosuch",
+    "params-nested-table.toml": "C", "params-empty-sweep.toml": "sweeps no value",
+    "task-number.toml": "task must be", "task-unknown.toml": "nosuch", "labels-number.toml": "labels must be",
+    "repo-empty.toml": "repo must be", "repo-number.toml": "repo must be", "unknown-dataset.toml": "Unknown dataset",
+    "unknown-algorithm.toml": "Unknown algorithm", "second-block-bad.toml": "Unknown algorithm",
+    "random-bytes.toml": "not valid TOML", "toml-date.toml": "datasets must be",
+    "nonexistent.toml": "not found", "a-folder.csv": "is a folder",
+}
+for file, pattern in TOML.items():
+    CASES.append(Case(f"run-{file}", ("run", f"{{c}}/{file}", "--repo", "{r}"), "error", pattern))
+CASES.append(Case("run-good.toml", ("run", "{c}/good.toml", "--repo", "{r}", "--quiet"), "ok", r"2 unit\(s\) run"))
 
 # ---- running a case ------------------------------------------------------------------------------------
 def tree_state(folder: Path) -> dict[str, str]:

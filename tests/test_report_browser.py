@@ -6,6 +6,7 @@ Set MALT_SCREENSHOTS=/some/folder to keep the screenshots the test takes.
 """
 from __future__ import annotations
 
+import html
 import os
 from pathlib import Path
 
@@ -126,5 +127,111 @@ def test_report_loads_offline_sorts_and_shows_every_figure(page, tmp_path):
         png = browser.screenshot(shots / "report-filtered.png")
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
 
+        errors = [entry for entry in browser.console() if entry.get("level") == "SEVERE"]
+        assert errors == [], errors
+
+
+FIT = """
+var vw = document.documentElement.clientWidth;
+var main = document.querySelector("main").getBoundingClientRect();
+var outside = Array.from(document.querySelectorAll("body *")).filter(function (e) {
+  var r = e.getBoundingClientRect();
+  return r.width > 0 && r.right > vw + 1 && !e.closest(".scroll");
+}).map(function (e) { return e.tagName + "." + e.className; });
+var boxes = Array.from(document.querySelectorAll(".scroll")).filter(function (e) {
+  return e.getBoundingClientRect().width > 0 && e.getBoundingClientRect().right > main.right + 1;
+}).length;
+return {viewport: vw, body: document.body.scrollWidth, page: document.documentElement.scrollWidth,
+        outside: outside.slice(0, 5), boxes: boxes};
+"""
+
+
+def _fits(browser, width: int) -> dict:
+    """The page at ``width``: nothing wider than the viewport; wide tables scroll inside their box."""
+    browser.resize(width, 900)
+    fit = browser.script(FIT)
+    assert fit["viewport"] <= width and fit["viewport"] > width - 40, fit
+    assert fit["body"] <= fit["viewport"] and fit["page"] <= fit["viewport"], fit
+    assert fit["outside"] == [] and fit["boxes"] == 0, fit
+    return fit
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("width", [1400, 800])
+def test_report_fits_the_window_and_figures_enlarge(page, tmp_path, width):
+    shots = Path(os.environ.get("MALT_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    text = page.read_text()
+    assert "{'" not in text and "={" not in text  # provenance is tables, not printed Python dicts
+    with Browser(*_browser()) as browser:
+        browser.resize(width, 900)
+        browser.open(page)
+        _fits(browser, width)
+        browser.screenshot(shots / f"report-{width}-top.png")
+        # provenance: tables of settings, experiments and run sessions, folded away until asked for
+        folded = browser.script("return Array.from(document.querySelectorAll('details.more')).map("
+                                "d => [d.open, d.querySelectorAll('table').length])")
+        assert folded and all(not is_open and n == 3 for is_open, n in folded), folded
+        browser.script("document.querySelector('details.more').open = true;"
+                       "document.querySelector('details.more').scrollIntoView()")
+        session = browser.script("var t = Array.from(document.querySelectorAll('details.more table'))[2];"
+                                 "return Array.from(t.tHead.rows[0].cells).map(c => c.textContent)")
+        assert session[:3] == ["experiment", "session", "started (UTC)"] and "libraries" in session
+        _fits(browser, width)
+        browser.screenshot(shots / f"report-{width}-provenance.png")
+        # a figure enlarges on click, at least to its thumbnail's width, and Escape closes it
+        browser.script("document.querySelector('main figure img').scrollIntoView()")
+        thumb = browser.script("return document.querySelector('main figure img').getBoundingClientRect().width")
+        browser.click("main figure img")
+        big = browser.script("var z = document.getElementById('zoom'); var i = z.querySelector('img');"
+                             "return [z.hidden, i ? i.getBoundingClientRect().width : 0]")
+        assert big[0] is False and big[1] > thumb * 1.3, (thumb, big)
+        browser.screenshot(shots / f"report-{width}-zoom.png")
+        browser.script("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape'}))")
+        assert browser.script("return document.getElementById('zoom').hidden") is True
+        # the tables' reading note is said once, in About, and each caption points to it
+        notes = browser.script("return Array.from(document.querySelectorAll('ol.notes li')).map(l => l.textContent)")
+        assert notes and all(text.count(html.escape(note, quote=False)) == 1 for note in notes)
+        errors = [entry for entry in browser.console() if entry.get("level") == "SEVERE"]
+        assert errors == [], errors
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory):
+    """A report over 50 experiments (one single-experiment section each, a reference baseline beside a
+    model) and an algorithm with ten settings."""
+    import malt
+    from malt.results.report import write_report
+
+    root = tmp_path_factory.mktemp("many")
+    for seed in range(50):
+        run = malt.cv(["column-mean", "pma-map"], "synthetic-multilabel", task="missing", folds=2, seed=seed,
+                      repo=root / "repo", quiet=True)
+        assert run.ok
+    _, html = write_report(ResultSet.load(root / "repo"), root / "report", source="repo", formats=("png",))
+    return html
+
+
+@pytest.mark.timeout(300)
+def test_a_report_of_fifty_experiments_stays_one_readable_page(many, tmp_path):
+    shots = Path(os.environ.get("MALT_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    size = many.stat().st_size
+    assert size < 3_000_000, f"{size} bytes"  # 50 figures, 50 tables, 150 provenance tables
+    with Browser(*_browser()) as browser:
+        browser.open(many)
+        sections = browser.script("return Array.from(document.querySelectorAll('main section > details'))"
+                                  ".map(d => [d.parentNode.id, d.open])")
+        assert len(sections) == 51 and [s[1] for s in sections].count(True) == 2  # About and the first
+        _fits(browser, 1400)
+        browser.screenshot(shots / "report-50-top.png")
+        last = sections[-1][0]
+        browser.click(f"nav a[href='#{last}']")  # the navigation opens the section it jumps to
+        assert browser.script("return document.getElementById(arguments[0]).firstElementChild.open", last) is True
+        img = browser.script("var r = document.getElementById(arguments[0]).querySelector('img')"
+                             ".getBoundingClientRect(); return [r.width, r.height]", last)
+        assert img[0] > 100 and img[1] > 50
+        browser.screenshot(shots / "report-50-last.png")
+        _fits(browser, 800)
         errors = [entry for entry in browser.console() if entry.get("level") == "SEVERE"]
         assert errors == [], errors

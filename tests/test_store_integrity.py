@@ -56,8 +56,10 @@ def _umount(path: Path) -> None:
 
 @pytest.mark.timeout(240)
 def test_a_full_disk_never_poisons_the_cache_or_loses_committed_units(tmp_path):
-    """The cached artifact (1 MiB) does not fit: the run stops with one line, and what it left is
-    either absent or intact — after freeing space the numbers equal a run on an ample disk."""
+    """The cached artifact (1 MiB) does not fit. The cache is optional: the run warns once and keeps
+    every unit it computes (all five, with the reference's numbers); where even the logs do not fit
+    it stops with one line, and what it left is either absent or intact — after freeing space the
+    numbers equal a run on an ample disk."""
     args = [*CV, "--param", "kernel_size=360", "--param", "kernel_seconds=0.05"]
     reference = tmp_path / "reference"
     run_malt(*args, "--repo", reference)
@@ -85,7 +87,11 @@ def test_a_full_disk_never_poisons_the_cache_or_loses_committed_units(tmp_path):
             assert "Traceback" not in result.stderr
             if result.returncode == 2:
                 assert len(result.stderr.strip().splitlines()) == 1 and "Could not write" in result.stderr
-            outcomes.append(result.returncode)
+            skipped = result.stderr.count("could not store the cached artifact")
+            assert skipped <= 1  # said once, not once per unit
+            if result.returncode == 0 and skipped:
+                assert values(repo) == expected  # the units computed beside the failed cache write are kept
+            outcomes.append("stopped" if result.returncode == 2 else "cache skipped" if skipped else "fit")
             freed = tmp_path / f"freed{level}"  # "free space": continue the same repository on a big disk
             if repo.exists():
                 shutil.copytree(repo, freed, symlinks=True)
@@ -94,7 +100,7 @@ def test_a_full_disk_never_poisons_the_cache_or_loses_committed_units(tmp_path):
     finally:
         if mounted:
             _umount(mount)
-    assert 2 in outcomes  # the disk really filled at some level
+    assert "cache skipped" in outcomes  # the disk really filled at some level
 
 
 # ---- a file that cannot be read is never treated as empty -------------------------------------------

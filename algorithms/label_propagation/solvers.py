@@ -148,11 +148,13 @@ class ConjugateGradients:
     """Preconditioned CG on all columns of B at once (each column its own step sizes), from 0.
 
     A : a sparse SPD matrix, or a function P ↦ A P on (n, c) blocks (A never formed)
+
     precondition : a function R ↦ M⁻¹ R, or None (plain CG). A preconditioner with a true
         ``nonlinear`` attribute (the multigrid K-cycle: its inner Krylov steps make M⁻¹ depend on R)
         gets flexible CG (Notay 2000): the Polak–Ribière direction update
         β = z₊ᵀ(r₊ − r) / zᵀr, which equals the Fletcher–Reeves β = z₊ᵀr₊ / zᵀr of standard CG when
         M is linear and keeps the iteration convergent when it is not.
+
     Every iteration is one product with A for all columns and a few in-place block updates; a
     converged column keeps its solution (its step is 0 from then on).
     """

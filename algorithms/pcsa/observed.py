@@ -149,6 +149,7 @@ def pcsa_observed_fit(rows, cols, x, shape, *, d1=20, d2=20, prior="ard", biases
     """Variational Bayes for (sparse) PCSA on observed entries (rows, cols, x) of a (D1, D2) matrix.
 
     prior : 'ard' (Normal–Gamma, eq. 2) or 'jeffreys' (Normal–Jeffreys, eq. 8).
+
     biases : add a row bias c_i and a column bias e_j, x_ij = a_iᵀy_j + z_iᵀb_j + c_i + e_j + e,
         c_i ~ N(0, 1/β_r), e_j ~ N(0, 1/β_c), β ~ Gamma(a0, b0) — inferred with the factors, as
         components of u_i and v_j paired with a constant 1 on the other side.
@@ -162,6 +163,7 @@ def pcsa_observed_fit(rows, cols, x, shape, *, d1=20, d2=20, prior="ard", biases
         precision of Y and Z; s pseudo-observations of strength); None: the vague Gamma(a0, b0) of §2.2.
     init : 'svd' — factor means start at the leading singular triplets of the observed matrix
         (``_svd_start``); 'random' — small Gaussian means. Posterior covariances start at 0.
+
     Stops when the bound's relative increase is below ``tol``. ``callback(it, fit)`` after every
     iteration with the current means.
 

@@ -15,8 +15,8 @@ import click
 
 from malt.cli.data import register as register_data_commands
 from malt.cli.figures import register as register_figure_commands
-from malt.cli.options import (assignments, duration_seconds, given_twice, open_repo, print_table, repo_option,
-                               unit_timeout_option)
+from malt.cli.options import (assignments, checked_repo_path, duration_seconds, given_twice, open_repo, print_table,
+                              quiet_option, repo_option, run_options, wait_option)
 from malt.errors import InvalidParameterError, MaltError
 
 
@@ -41,31 +41,49 @@ class MaltGroup(click.Group):
 @click.group(cls=MaltGroup)
 @click.version_option(package_name="malt")
 def main():
-    """malt: cross-validated experiments on matrices whose rows and columns depend on each other."""
+    """malt: cross-validated experiments on matrices whose rows and columns depend on each other.
+
+    Every command takes --repo PATH (default: ./results, or $MALT_REPO); `malt COMMAND --help`
+    describes one command and shows an example.
+
+    \b
+    Example (a first result):
+      malt cv --algo mllr --algo mlsvm --dataset synthetic-multilabel
+      malt results
+      malt show EXPERIMENT
+    """
 
 
 # ---- cv / run / rerun / rescore ---------------------------------------------------------------------
+def task_option_help(helps: dict[str, str]) -> str:
+    """The help of a task option flag from each declaring task's own words (task -> help): one text
+    when they agree, else each task's meaning after its name, so no task's words describe another's."""
+    texts = set(helps.values())
+    if len(texts) == 1:
+        return f"Task option ({', '.join(sorted(helps))}): {texts.pop()}."
+    return "Task option. " + "; ".join(f"{task}: {text}" for task, text in sorted(helps.items())) + "."
+
+
 def task_option_flags(func):
     """One --NAME flag per option any task declares (help from the declarations; the chosen task
     parses and validates the value)."""
     from malt.tasks import tasks
 
-    seen: dict[str, tuple[str, set]] = {}
+    helps: dict[str, dict[str, str]] = {}
+    flags: set[str] = set()
     for task in tasks().values():
         for row in task.Params.describe():
-            help_text, owners = seen.setdefault(row["name"], (row["help"], set()))
-            owners.add(task.name)
+            helps.setdefault(row["name"], {})[task.name] = row["help"]
             if row["type"] == "bool":
-                seen[row["name"]] = (help_text, owners | {"bool"})
-    for name, (help_text, owners) in sorted(seen.items(), reverse=True):
+                flags.add(row["name"])
+    for name, by_task in sorted(helps.items(), reverse=True):
         flag = "--" + name.replace("_", "-")
-        tasks_text = ", ".join(sorted(owners - {"bool"}))
-        if "bool" in owners:
+        if name in flags:
             decorator = click.option(f"{flag}/--no-{name.replace('_', '-')}", f"opt_{name}", default=None,
-                                     help=f"Task option ({tasks_text}): {help_text}.")
+                                     help=task_option_help(by_task))
         else:
             decorator = click.option(flag, f"opt_{name}", metavar="VALUE", multiple=True,
-                                     help=f"Task option ({tasks_text}): {help_text}.")
+                                     help=task_option_help(by_task))
         func = decorator(func)
     return func
 
@@ -111,20 +129,26 @@ def _report(run, quiet: bool) -> None:
 @click.option("--param", "params", multiple=True, help="Algorithm parameter name=value; a,b,c sweeps "
                                                        "(a list-valued parameter: x=1,2;3,4 sweeps two lists).")
 @click.option("--labels", help="For a file path dataset: MULAN XML file or number of label columns.")
-@click.option("--jobs", type=int, default=1, show_default=True, help="Local worker processes.")
-@click.option("--threads", type=int, help="BLAS threads per unit (default: idle cores shared by the jobs).")
-@click.option("--scheduler", help="Dask scheduler address tcp://HOST:PORT.")
-@click.option("--wait", is_flag=True, help="Wait for a lock held by another malt instead of failing.")
-@click.option("--quiet", is_flag=True, help="Print only errors and the experiment id.")
+@run_options
 @click.option("--no-cache", "no_cache", is_flag=True,
               help="Share no neighbour graphs or eigenbases between units, so each unit's recorded seconds are its "
                    "whole cost (timing studies).")
-@unit_timeout_option
 @task_option_flags
 @repo_option
 def cv(algo_names, dataset_ref, task_name, task_params, params, labels, jobs, threads, scheduler, wait, quiet,
-       no_cache, unit_timeout, repo_path, **flags):
-    """Cross-validate algorithms on a dataset; stored units are never recomputed."""
+       unit_timeout, no_cache, repo_path, **flags):
+    """Cross-validate algorithms on a dataset; stored units are never recomputed.
+
+    Prints the experiment id on stdout (progress goes to stderr). Running it again with another
+    --algo adds that algorithm to the same experiment; nothing already stored reruns. Task options
+    (`malt tasks` lists them) are flags: --missing 0.3, --folds 10, ...
+
+    \b
+    Examples:
+      malt cv --algo mllr --algo mlsvm --dataset synthetic-multilabel
+      malt cv --algo column-mean --dataset emotions --task missing --missing 0.2
+      malt cv --algo mllr --dataset emotions --param select=none --param C=0.1,1,10
+    """
     from malt import api
 
     options = _task_flags(flags, assignments(task_params, "--task-param"))
@@ -136,18 +160,31 @@ def cv(algo_names, dataset_ref, task_name, task_params, params, labels, jobs, th
         sys.exit(1)
 
 
+def _file_format_help(func):
+    from malt.cli.experiment_files import FORMAT
+
+    func.__doc__ = func.__doc__.replace("FORMAT", FORMAT.replace("\n", "\n    "))
+    return func
+
+
 @main.command("run")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--jobs", type=int, default=1, show_default=True)
-@click.option("--threads", type=int)
-@click.option("--scheduler")
-@click.option("--wait", is_flag=True)
-@click.option("--quiet", is_flag=True)
-@unit_timeout_option
-@click.option("--repo", "repo_path", type=click.Path(path_type=Path), envvar="MALT_REPO",
-              help="Repository folder (default: the file's `repo`, else ./results).")
+@run_options
+@click.option("--repo", "repo_path", type=click.Path(), envvar="MALT_REPO", callback=checked_repo_path,
+              help="Repository folder (default: the file's `repo`, else ./results, or $MALT_REPO).")
+@_file_format_help
 def run_file(file, jobs, threads, scheduler, wait, quiet, unit_timeout, repo_path):
-    """Run every experiment an experiment file (TOML) describes; prints the experiment ids."""
+    """Run every experiment an experiment file (TOML) describes; prints the experiment ids.
+
+    Every block is checked before anything runs; each experiment then runs through the same engine
+    as `malt cv`, so a second `malt run FILE` only computes what is missing.
+
+    FORMAT
+
+    \b
+    Example (examples/experiments.toml in the source tree):
+      malt run examples/experiments.toml
+    """
     from malt.cli.experiment_files import run_experiment_file
 
     failed = 0
@@ -162,15 +199,16 @@ def run_file(file, jobs, threads, scheduler, wait, quiet, unit_timeout, repo_pat
 @main.command()
 @click.option("--experiment", "experiment_ids", multiple=True, help="Experiment id (default: all).")
 @click.option("--algo", "algo_names", multiple=True, help="Recompute every unit of these algorithms.")
-@click.option("--jobs", type=int, default=1, show_default=True)
-@click.option("--threads", type=int, help="BLAS threads per unit.")
-@click.option("--scheduler", help="Dask scheduler address tcp://HOST:PORT.")
-@click.option("--wait", is_flag=True, help="Wait for a lock held by another malt instead of failing.")
-@click.option("--quiet", is_flag=True)
-@unit_timeout_option
+@run_options
 @repo_option
 def rerun(experiment_ids, algo_names, jobs, threads, scheduler, wait, quiet, unit_timeout, repo_path):
-    """Finish what an interruption left (and retry failed units); with --algo, recompute those."""
+    """Finish what an interruption left (and retry failed units); with --algo, recompute those.
+
+    \b
+    Examples:
+      malt rerun
+      malt rerun --algo mllr --experiment EXPERIMENT
+    """
     from malt import api
 
     broken = []
@@ -195,10 +233,15 @@ def rerun(experiment_ids, algo_names, jobs, threads, scheduler, wait, quiet, uni
 @main.command()
 @click.option("--experiment", "experiment_ids", multiple=True, help="Experiment id (default: all).")
 @click.option("--metric", "metrics", multiple=True, help="Only these metrics (default: every declared metric).")
-@click.option("--wait", is_flag=True)
+@wait_option
 @repo_option
 def rescore(experiment_ids, metrics, wait, repo_path):
-    """Recompute metrics from stored predictions (no model is refit)."""
+    """Recompute metrics from stored predictions (no model is refit).
+
+    \b
+    Example:
+      malt rescore --metric one_error
+    """
     from malt import api
 
     broken = []
@@ -221,13 +264,18 @@ def rescore(experiment_ids, metrics, wait, repo_path):
 
 @main.command()
 @click.option("--experiment", "experiment_id", help="Only this experiment (default: the whole repository).")
-@click.option("--wait", is_flag=True)
+@wait_option
 @repo_option
 def repair(experiment_id, wait, repo_path):
-    """Check every stored file; drop damaged parts (then `malt rerun` recomputes what they held)."""
+    """Check every stored file; drop damaged parts (then `malt rerun` recomputes what they held).
+
+    \b
+    Example:
+      malt repair && malt rerun
+    """
     from malt.engine.repair import repair as run_repair
 
-    repo = open_repo(repo_path).check_readable()
+    repo = open_repo(repo_path).check_readable(for_repair=True)
     lines = run_repair(repo, repo.resolve(experiment_id) if experiment_id else None, wait=wait)
     for line in lines:
         click.echo(line)
@@ -235,24 +283,28 @@ def repair(experiment_id, wait, repo_path):
         click.echo("everything verified; nothing to repair")
 
 
+# ---- results -------------------------------------------------------------------------------
 @main.command()
 @click.argument("experiment_id")
 @click.option("--algo", "algo_names", multiple=True, help="Only the settings of this algorithm (repeatable).")
 @click.option("--param", "params", multiple=True,
               help="Only the settings whose parameter has this value, name=value (repeatable).")
-@click.option("--wait", is_flag=True, help="Wait for a lock held by another malt instead of failing.")
+@wait_option
 @repo_option
 def forget(experiment_id, algo_names, params, wait, repo_path):
     """Remove a mistaken setting, algorithm or whole experiment.
 
-    With --algo and/or --param, the matching settings of EXPERIMENT_ID leave its plan and their units
-    stop counting; with neither, the whole experiment moves to REPO/forgotten/. Recorded in the
-    experiment's provenance; everything else stays as it was.
+    With --algo and/or --param, the matching settings of EXPERIMENT_ID (an id or its unambiguous
+    beginning) leave its plan and their units stop counting; with neither, the whole experiment moves
+    to REPO/forgotten/ (move it back to undo). Recorded in the experiment's provenance; everything
+    else stays as it was.
 
     \b
-    malt forget emotions-multilabel-1a2b3c4d --algo mllr --param C=10
-    malt forget emot --algo mlsvm
-    malt forget emot"""
+    Examples:
+      malt forget emotions-multilabel-1a2b3c4d --algo mllr --param C=10
+      malt forget emot --algo mlsvm
+      malt forget emot
+    """
     from malt import api
 
     done = api.forget(experiment_id, repo_path, algorithms=algo_names, params=assignments(params, "--param"),
@@ -261,11 +313,15 @@ def forget(experiment_id, algo_names, params, wait, repo_path):
                + (f"; its folder is now {done.moved_to}" if done.moved_to else ""))
 
 
-# ---- results -------------------------------------------------------------------------------
 @main.command()
 @repo_option
 def results(repo_path):
-    """Experiments in the repository with their algorithms and completeness."""
+    """Experiments in the repository with their algorithms and completeness.
+
+    \b
+    Example:
+      malt results --repo demo-results
+    """
     from malt.results.result_set import ResultSet
 
     repo = open_repo(repo_path).check_readable()
@@ -299,7 +355,8 @@ def results(repo_path):
 @click.option("--algo", "algo_names", multiple=True, help="Only the settings of this algorithm (repeatable).")
 @click.option("--param", "params", multiple=True,
               help="Only the settings whose parameter has this value, name=value (repeatable).")
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True,
+              help="An aligned table for reading, or CSV / JSON records for scripts.")
 @click.option("--raw", is_flag=True, help="The tidy per-fold table instead of the summary.")
 @click.option("--diagnostics", is_flag=True,
               help="What the runs learned about themselves (iterations, final bound, inferred dimensions, "
@@ -311,7 +368,16 @@ def results(repo_path):
 def show(experiment_id, algo_names, params, fmt, raw, diagnostics, show_failed, tracebacks, provenance, repo_path):
     """Mean ± std per algorithm and metric of one experiment (with the folds each rests on).
 
-    EXPERIMENT_ID may be any unambiguous beginning of the id (`malt show emot`)."""
+    Percent metrics are shown in percent (the metric's unit says so), as everywhere in malt.
+    EXPERIMENT_ID may be any unambiguous beginning of the id.
+
+    \b
+    Examples:
+      malt show EXPERIMENT
+      malt show emot --param C=0.1
+      malt show EXPERIMENT --format csv --raw
+      malt show EXPERIMENT --failed --traceback
+    """
     from malt.results.result_set import ResultSet
 
     repo = open_repo(repo_path).check_readable()

@@ -16,7 +16,13 @@ def register(main: click.Group) -> None:
     @repo_option
     @click.pass_context
     def datasets(ctx, repo_path):
-        """List named datasets (or use a subcommand: show, import, fetch)."""
+        """List named datasets (or use a subcommand: show, import, fetch).
+
+        \b
+        Examples:
+          MALT_DATA=/path/to/datasets malt datasets
+          malt datasets show emotions
+        """
         if ctx.invoked_subcommand is not None:
             return
         from malt.datasets.catalogue import DataRoots, available, catalogue
@@ -36,7 +42,12 @@ def register(main: click.Group) -> None:
     @click.argument("name")
     @repo_option
     def datasets_show(name, repo_path):
-        """Components, shapes, label cardinality, content hash, source and citation of a dataset."""
+        """Components, shapes, label cardinality, content hash, source and citation of a dataset.
+
+        \b
+        Example:
+          malt datasets show synthetic-multilabel
+        """
         from malt.datasets.open import catalogue_info
         from malt.datasets.sources import open_source
 
@@ -67,7 +78,13 @@ def register(main: click.Group) -> None:
                                                "old content keep it).")
     @repo_option
     def datasets_import(name, file, labels, impute, force, repo_path):
-        """Import a user's ARFF or CSV file into the repository under NAME."""
+        """Import a user's ARFF or CSV file into the repository under NAME.
+
+        \b
+        Examples:
+          malt datasets import mydata my.arff --labels my.xml
+          malt datasets import plants plants.csv --labels last --impute mean
+        """
         from malt.datasets.open import load_file
         from malt.datasets.catalogue import resolve
         from malt.repository.files import validate_name
@@ -89,7 +106,12 @@ def register(main: click.Group) -> None:
     @click.option("--mirror", help="Base URL to download from instead of the canonical sources.")
     @repo_option
     def datasets_fetch(name, mirror, repo_path):
-        """Download a named dataset from its public source into REPO/data/, checking sha256 sums."""
+        """Download a named dataset from its public source into REPO/data/, checking sha256 sums.
+
+        \b
+        Example:
+          malt datasets fetch emotions
+        """
         from malt.datasets.catalogue import entry
         from malt.datasets.fetch import fetch
 
@@ -110,9 +132,16 @@ def register(main: click.Group) -> None:
 
     @main.command()
     @click.argument("name", required=False)
+    @click.option("--task", "task_name", help="Only the algorithms that support this task (`malt tasks` lists them).")
     @click.option("--broken", is_flag=True, help="Show algorithm modules that failed to import.")
-    def algorithms(name, broken):
-        """List registered algorithms with their tasks and parameters."""
+    def algorithms(name, task_name, broken):
+        """List registered algorithms with their tasks and parameters (NAME: one algorithm).
+
+        \b
+        Examples:
+          malt algorithms --task ratings
+          malt algorithms mllr
+        """
         from malt import registry
 
         if broken:
@@ -121,6 +150,11 @@ def register(main: click.Group) -> None:
             return
         found = registry.algorithms()
         chosen = [registry.get(name)] if name else found.values()
+        if task_name:
+            from malt.tasks import get_task
+
+            task_name = get_task(task_name).name  # an unknown task: one line with a "did you mean"
+            chosen = [algo for algo in chosen if task_name in algo.tasks]
         for algo in chosen:
             click.echo(f"{algo.name:<14} [{', '.join(sorted(algo.tasks))}] {algo.summary()}")
             for row in algo.Params.describe():
@@ -134,7 +168,12 @@ def register(main: click.Group) -> None:
     @main.command()
     @click.argument("name", required=False)
     def tasks(name):
-        """List the cross-validation protocols: options (--NAME flags of `malt cv`), metrics, settings."""
+        """List the cross-validation protocols: options (--NAME flags of `malt cv`), metrics, settings.
+
+        \b
+        Example:
+          malt tasks missing
+        """
         from malt.tasks import get_task, tasks as all_tasks
 
         chosen = [type(get_task(name))] if name else all_tasks().values()
@@ -157,7 +196,12 @@ def register(main: click.Group) -> None:
     @repo_option
     @click.pass_context
     def cache(ctx, repo_path):
-        """List cached artifacts (or `malt cache clear`)."""
+        """List cached artifacts (or `malt cache clear`).
+
+        \b
+        Example:
+          malt cache --repo results
+        """
         if ctx.invoked_subcommand is not None:
             return
 
@@ -175,7 +219,12 @@ def register(main: click.Group) -> None:
     @click.option("--older-than", "older_than", help="Only artifacts not used for this long (30d, 12h, 90m).")
     @repo_option
     def cache_clear(unused, older_than, repo_path):
-        """Delete cached artifacts (safe at any time: a later run recomputes what it needs)."""
+        """Delete cached artifacts (safe at any time: a later run recomputes what it needs).
+
+        \b
+        Example:
+          malt cache clear --older-than 30d
+        """
 
         repo = open_repo(repo_path).check_readable()
         age = _duration(older_than) if older_than else None
@@ -190,7 +239,9 @@ def register(main: click.Group) -> None:
             if repo.cache.remove(entry.key):
                 removed += 1
                 freed += entry.nbytes
-        click.echo(f"removed {removed} artifact(s), {_size(freed)}")
+        swept = repo.cache.sweep()  # temporary files of writers killed mid-write
+        click.echo(f"removed {removed} artifact(s), {_size(freed)}"
+                   + (f", and {len(swept)} temporary file(s) of interrupted writes" if swept else ""))
 
 
 def artifact_users(repo) -> dict[str, set[str]]:

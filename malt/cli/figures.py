@@ -110,7 +110,18 @@ def register(main: click.Group) -> None:
               show_default=True, help="With --across-datasets: significance level.")
 @_filters
 def plot(path, out, error, formats, across_datasets, posthoc, control, alpha, **filters):
-    """Figures of every experiment family and metric in PATH (a repository or a folder of repositories)."""
+    """Figures of every experiment family and metric in PATH (a repository or a folder of repositories).
+
+    A swept task option gives a line plot over it, a single experiment a bar chart (and a line
+    plot over any algorithm parameter swept over three or more values). Reference baselines are
+    drawn as dashed lines, so they never set the scale of the others.
+
+    \b
+    Examples:
+      malt plot results/
+      malt plot results/ --metric one_error --format svg --out figs
+      malt plot results/ --across-datasets --test holm
+    """
     from malt.results.plotting import plot_all
 
     rs = load_filtered(path, **filters)
@@ -134,7 +145,7 @@ def plot(path, out, error, formats, across_datasets, posthoc, control, alpha, **
 @click.command()
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["markdown", "latex", "csv", "html"]), default="markdown",
-              show_default=True)
+              show_default=True, help="Markdown, LaTeX (booktabs), tidy CSV (one line per cell) or HTML.")
 @click.option("--out", type=click.Path(path_type=Path), help="Write to this file instead of stdout.")
 @click.option("--across-datasets", is_flag=True,
               help="Datasets × algorithms per metric (experiments with the same task options on several datasets).")
@@ -147,7 +158,17 @@ def plot(path, out, error, formats, across_datasets, posthoc, control, alpha, **
 @click.option("--control", metavar="SETTING", help="With --ranks: Holm's control (default: the best-ranked).")
 @_filters
 def table(path, fmt, out, across_datasets, combine, ranks, alpha, control, **filters):
-    """'mean ± std' tables, best mean in bold, ties with the best marked (corrected resampled t-test)."""
+    """'mean ± std' tables, best mean in bold, ties with the best marked (corrected resampled t-test).
+
+    Percent metrics are in percent; a LaTeX table with more algorithm settings than metrics is
+    transposed (settings as rows) so it fits a page.
+
+    \b
+    Examples:
+      malt table results/
+      malt table results/ --format latex --out tables.tex
+      malt table results/ --ranks
+    """
     import pandas as pd
 
     from malt.results.tables import all_tables, combined_tables, dataset_tables, rank_tables
@@ -188,12 +209,18 @@ def table(path, fmt, out, across_datasets, combine, ranks, alpha, control, **fil
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), default=Path("report"), show_default=True,
               help="Folder for report.md, report.html and the figures.")
-@click.option("--error", type=click.Choice(["std", "ci"]), default="std", show_default=True)
+@click.option("--error", type=click.Choice(["std", "ci"]), default="std", show_default=True,
+              help="Error bars and ±: std over folds, or a 95% Student-t interval of the mean.")
 @click.option("--open", "open_page", is_flag=True, help="Open report.html in the default browser.")
 @_filters
 def report(path, out, error, open_page, **filters):
     """One markdown page and one self-contained HTML page (navigation, sortable tables, figures, provenance,
-    published numbers, critical-difference diagrams)."""
+    published numbers, critical-difference diagrams).
+
+    \b
+    Example:
+      malt report results/ --open
+    """
     from malt.results.report import write_report
 
     rs = load_filtered(path, **filters)

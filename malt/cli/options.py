@@ -1,5 +1,6 @@
-"""What every command shares: the --repo option, opening the repository it names, ``name=value``
-flags, and a plain aligned table on stdout."""
+"""What the commands share: the --repo option and the options of every command that runs units
+(--jobs, --threads, --scheduler, --wait, --quiet, --unit-timeout), opening the repository,
+``name=value`` flags, durations, a plain aligned table."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,8 +9,43 @@ import click
 
 from malt.errors import InvalidParameterError
 
-repo_option = click.option("--repo", "repo_path", type=click.Path(path_type=Path), envvar="MALT_REPO",
-                           default=Path("results"), show_default=True, help="Repository folder (or $MALT_REPO).")
+
+def checked_repo_path(ctx, param, value):
+    """--repo as a Path; an empty one is refused (Path("") would be the current folder)."""
+    if value is None:
+        return None
+    if not str(value).strip():
+        from malt.errors import RepositoryError
+
+        raise RepositoryError("--repo is empty; pass the repository folder (for example --repo results).")
+    return Path(value)
+
+
+repo_option = click.option("--repo", "repo_path", type=click.Path(), envvar="MALT_REPO", callback=checked_repo_path,
+                           default="results", show_default=True, help="Repository folder (or $MALT_REPO).")
+
+
+jobs_option = click.option("--jobs", type=int, default=1, show_default=True,
+                           help="Units run in this many local worker processes.")
+threads_option = click.option("--threads", type=int,
+                              help="BLAS threads per unit (default: the idle cores, shared by the jobs).")
+scheduler_option = click.option("--scheduler", metavar="tcp://HOST:PORT",
+                                help="Run the units on this Dask scheduler instead (pip install 'malt[distributed]').")
+wait_option = click.option("--wait", is_flag=True,
+                           help="Wait for a lock another malt holds on the repository instead of failing at once.")
+quiet_option = click.option("--quiet", is_flag=True, help="Print only errors and the experiment id(s).")
+unit_timeout_option = click.option(
+    "--unit-timeout", "unit_timeout", metavar="DURATION",
+    help="Stop a unit that runs longer than this (90s, 10m, 2h): it fails with that reason and the others go on.")
+
+
+def run_options(func):
+    """--jobs, --threads, --scheduler, --wait, --quiet and --unit-timeout: how units are run (`cv`, `run`,
+    `rerun`)."""
+    for decorator in reversed([jobs_option, threads_option, scheduler_option, wait_option, quiet_option,
+                               unit_timeout_option]):
+        func = decorator(func)
+    return func
 
 
 def open_repo(path: Path):
@@ -65,8 +101,3 @@ def duration_seconds(text: str | None) -> float | None:
     if not seconds > 0:
         raise InvalidParameterError(f"--unit-timeout must be positive, got {text!r}.")
     return seconds
-
-
-unit_timeout_option = click.option(
-    "--unit-timeout", "unit_timeout", metavar="DURATION",
-    help="Stop a unit that runs longer than this (90s, 10m, 2h): it fails with that reason and the others go on.")

@@ -11,6 +11,11 @@ a complete new one (a half-written new folder has a temporary name and is redone
 have no stored predictions, and their values of metrics whose definition changed since (for
 example average precision, now MULAN's convention) stay out of summaries until the unit is refit:
 `malt rerun --algo NAME` does that. ``legacy/ids.json`` maps old experiment ids to new ones.
+
+A format-1 repository may come from anyone: before anything is changed, every entry migration will
+read, move or delete is checked (`check_layout`) — a symbolic link, FIFO, device, socket, or a file
+where a folder belongs (or the reverse) is refused by name and nothing is migrated; every file is
+then opened the one no-follow, regular-files-only way (`repository.files.open_file`).
 """
 from __future__ import annotations
 
@@ -22,7 +27,8 @@ import time
 from malt.errors import MaltError
 
 from malt.repository import legacy
-from malt.repository.files import atomic_write, ensure_dir
+from malt.repository.files import (atomic_write, check_file, check_folder, ensure_dir, read_bytes, refused, remove,
+                                   describe_mode)
 from malt.repository.integrity import seal
 from malt.repository.records import encode
 
@@ -44,13 +50,15 @@ def migrate(repo, wait: bool = False, report=None) -> list[str]:
         if report is not None:
             report(line)
 
+    check_layout(repo)
     with repo.lock_all(wait=wait):
         if repo.format >= FORMAT:
             return actions
+        check_layout(repo)
         mapping = {}
         for exp in repo.experiments():
             folder = repo.experiment(exp).folder
-            if (folder / "units.log").exists() or not legacy.has_legacy(folder) and not _legacy_spec(folder):
+            if os.path.lexists(folder / "units.log") or not legacy.has_legacy(folder) and not _legacy_spec(folder):
                 continue
             new_id = _convert(repo, exp, note)
             if new_id:
@@ -59,7 +67,7 @@ def migrate(repo, wait: bool = False, report=None) -> list[str]:
         _drop_cache(repo, note)
         if mapping:
             path = repo.legacy_dir() / "ids.json"
-            old = json.loads(path.read_text()) if path.exists() else {}
+            old = _read_ids(repo, path, note)
             atomic_write(repo.path, path, json.dumps(dict(old, **mapping), indent=1, sort_keys=True).encode())
         repo.set_format(FORMAT)
         note(f"migrated {repo.path} to store format {FORMAT} ({len(mapping)} experiment(s); old files kept in "
@@ -67,10 +75,78 @@ def migrate(repo, wait: bool = False, report=None) -> list[str]:
     return actions
 
 
+def inferred_format(repo) -> int:
+    """The store format a repository's contents say it has: 1 while first-format files are left to
+    migrate (migration skips what it already converted, so inferring 1 is always safe), else today's."""
+    from malt.repository.store import FORMAT
+
+    for exp in repo.experiments():
+        folder = repo.experiment(exp).folder
+        if not os.path.lexists(folder / "units.log") and (legacy.has_legacy(folder) or _legacy_spec(folder)):
+            return 1
+    datasets = repo.path / "datasets"
+    if datasets.is_dir() and not datasets.is_symlink() and any(p.suffix == ".h5" for p in datasets.iterdir()):
+        return 1
+    return FORMAT
+
+
+def check_layout(repo) -> None:
+    """Refuse, before anything is migrated, a link or an entry of the wrong kind anywhere migration
+    reads, moves or deletes (RefusedEntry names the first one)."""
+    root = repo.path
+    for name in ("cache", "datasets", "experiments", "legacy", "legacy/experiments", "legacy/datasets"):
+        check_folder(root, root / name)
+    check_file(root, root / "legacy" / "ids.json")
+    for folder, pattern in ((root / "cache", ".h5"), (root / "datasets", ".h5")):
+        for entry in _entries(folder):
+            if entry.name.endswith(pattern) and not entry.is_file(follow_symlinks=False):
+                raise refused(entry.path, describe_mode(entry.stat(follow_symlinks=False).st_mode))
+    for entry in _entries(root / "experiments"):
+        if entry.name.startswith(".migrating-"):
+            check_folder(root, root / "experiments" / entry.name)
+            continue
+        if entry.is_symlink():
+            raise refused(entry.path, "a symbolic link")
+        if not entry.is_dir(follow_symlinks=False):
+            continue
+        folder = root / "experiments" / entry.name
+        for name in ("spec.json", "results.h5", "units.log", "predictions.log"):
+            check_file(root, folder / name)
+        check_folder(root, folder / "journal")
+        for item in _entries(folder / "journal"):
+            if not item.is_file(follow_symlinks=False):
+                raise refused(item.path, describe_mode(item.stat(follow_symlinks=False).st_mode))
+
+
+def _entries(folder) -> list:
+    try:
+        return list(os.scandir(folder)) if os.path.isdir(folder) and not os.path.islink(folder) else []
+    except OSError:
+        return []
+
+
+def _read_ids(repo, path, note) -> dict:
+    """legacy/ids.json, or {} when absent; a damaged one is set aside (legacy files are never deleted)."""
+    try:
+        old = json.loads(read_bytes(path))
+        if isinstance(old, dict):
+            return old
+    except FileNotFoundError:
+        return {}
+    except (ValueError, UnicodeDecodeError):
+        pass
+    kept = _free(path.with_name("ids.damaged.json"))
+    os.replace(path, kept)
+    note(f"{path} was damaged; kept as {kept}, a new one started")
+    return {}
+
+
 def _legacy_spec(folder) -> bool:
     try:
-        return "checksum" not in json.loads((folder / "spec.json").read_bytes())
-    except (OSError, ValueError, UnicodeDecodeError):
+        return "checksum" not in json.loads(read_bytes(folder / "spec.json"))
+    except FileNotFoundError:
+        return False
+    except (ValueError, UnicodeDecodeError):
         return False
 
 
@@ -130,8 +206,9 @@ def _convert(repo, exp: str, note) -> str | None:
     target = repo.path / "experiments" / new_id
     if not (target / "units.log").exists():
         staging = repo.path / "experiments" / f".migrating-{new_id}"
-        if staging.exists():
-            shutil.rmtree(staging)
+        check_folder(repo.path, staging)
+        if os.path.lexists(staging):
+            shutil.rmtree(staging)  # a half-written new folder of an interrupted migration (fd-based: no link followed)
         ensure_dir(repo.path, staging)
         blob = encode({"type": "spec", "spec": new_spec, "time": time.time()}) + b"".join(encode(r) for r in converted)
         atomic_write(repo.path, staging / "units.log", blob)
@@ -146,7 +223,7 @@ def _convert(repo, exp: str, note) -> str | None:
 def _free(path):
     """``path``, or ``path.1``, ``path.2``… if taken (the old files are never overwritten)."""
     candidate, n = path, 0
-    while candidate.exists():
+    while os.path.lexists(candidate):
         n += 1
         candidate = path.with_name(f"{path.name}.{n}")
     return candidate
@@ -163,7 +240,7 @@ def task_folds(task, options, spec) -> int:
 
 def _convert_datasets(repo, note) -> None:
     folder = repo.path / "datasets"
-    for path in sorted(folder.glob("*.h5")) if folder.is_dir() else []:
+    for path in sorted(folder / e.name for e in _entries(folder) if e.name.endswith(".h5")):
         name = path.stem
         try:
             dataset = repo.datasets.load(name)
@@ -177,14 +254,19 @@ def _convert_datasets(repo, note) -> None:
 
 
 def _drop_cache(repo, note) -> None:
-    """Format-1 cache entries carry no digest and keys without a producer: nothing will ask for them."""
-    folder = repo.path / "cache"
-    removed = 0
-    for path in sorted(folder.glob("*.h5")) if folder.is_dir() else []:
-        from malt.repository.hdf5 import read_meta
+    """Format-1 cache entries carry no digest and keys without a producer: nothing will ask for them.
+    Only regular files directly in the repository's own cache folder are looked at (`check_layout`
+    refused anything else before migration began)."""
+    from malt.repository.hdf5 import read_meta
 
-        if "producer" not in read_meta(path):
-            path.unlink()
+    folder = repo.path / "cache"
+    check_folder(repo.path, folder)
+    removed = 0
+    for entry in sorted(_entries(folder), key=lambda e: e.name):
+        if not entry.name.endswith(".h5") or not entry.is_file(follow_symlinks=False):
+            continue
+        path = folder / entry.name
+        if "producer" not in read_meta(path) and remove(repo.path, path):
             removed += 1
     if removed:
         note(f"removed {removed} cache entr{'y' if removed == 1 else 'ies'} of the old format (recomputed on demand)")

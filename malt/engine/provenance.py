@@ -29,7 +29,8 @@ def code_revision() -> dict:
                               timeout=5)
         if head.returncode != 0:
             return {}
-        status = subprocess.run(["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
+        status = subprocess.run(["git", "--no-optional-locks", "-C", str(source), "status", "--porcelain",
+                                 "--untracked-files=no"],
                                 capture_output=True, text=True, timeout=5)
         return {"git_revision": head.stdout.strip(), "git_dirty": bool(status.stdout.strip()),
                 "source": str(source)}

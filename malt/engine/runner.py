@@ -102,7 +102,12 @@ class Plan:
             item = {"algorithm": algo.name, "version": algo.version, "params": params.changed(),
                     "key": params.key(), "display": params.display(algo.name),
                     "folds": self.folds.get((algo.name, params.key()), self.n_folds)}
-            plan = [p for p in plan if (p["algorithm"], p.get("key")) != (algo.name, item["key"])] + [item]
+            same = [i for i, p in enumerate(plan) if (p["algorithm"], p.get("key")) == (algo.name, item["key"])]
+            if same:  # updated where it stands, so a spec that says the same is not rewritten
+                plan = [p for i, p in enumerate(plan) if i not in same[1:]]
+                plan[same[0]] = item
+            else:
+                plan.append(item)
         return {
             "format": 2,
             "experiment": self.experiment,
@@ -377,63 +382,122 @@ def execute(repo, plan: Plan, *, force: set[str] = frozenset(), jobs: int = 1, s
     is stopped and fails with that reason while the others go on (each unit then runs in a child
     process the driver can kill, or on Dask is cancelled).
 
-    Takes the experiment's lock for the duration. Returns what was planned, found, run and failed.
+    Takes the experiment's lock for the duration — unless everything is stored already: then nothing
+    on disk is touched (no lock, no record). Returns what was planned, found, run and failed.
     """
     repo.create()
     files = repo.experiment(plan.experiment)
     counts = Counts()
+    if _nothing_to_do(files, plan, force):
+        counts.planned = counts.stored = len(plan.units())
+        return counts
     with files.writer(wait=wait) as writer:
-        previous = files.read_spec() if files.exists and not files.is_legacy else None
-        writer.write_spec(plan.spec(previous))
-        stored, _, _ = files.read_log()
-        units = plan.units()
-        counts.planned = len(units)
-        todo = measured_first([u for u in units if u.algorithm in force or not _current(stored.get(u.key), u, plan.task)])
-        counts.stored = counts.planned - len(todo)
-        if not todo:
-            return counts
-        session = writer.session(provenance.session_info(plan.dataset, threads=threads, jobs=jobs))
-        reusable = stored_predictions(repo, plan, {u.key for u in todo if u.algorithm not in force})
-        progress = Progress([(u.key, u.setting, f"{u.display} fold {u.fold}") for u in todo], plan.experiment, quiet,
-                            1 if scheduler else jobs,
-                            prior_costs(list(stored.values()) + similar_records(repo, plan)), unit_timeout)
         try:
-            for unit in [u for u in todo if u.key in reusable]:
-                record, packed, source = reusable[unit.key]
-                new = dict(rescore_unit(plan.dataset, plan.task, plan.options, record, packed), session=session)
-                if source == plan.experiment:
-                    writer.commit(new, None)  # points at the predictions already in this experiment
-                else:
-                    new.pop("predictions", None)
-                    writer.commit(dict(new, predictions_from=source), packed)
-                counts.rescored += 1
-                progress.unit_done(unit.key)
-            run = [u for u in todo if u.key not in reusable]
-            cache_path = str(repo.path) if cache else None
-            for outcome in _results(plan, run, cache_path, jobs, scheduler, threads, progress, unit_timeout):
-                for key, problem in outcome.damaged_cache:
-                    sys.stderr.write(f"warning: {problem}\n")
-                    repo.cache.remove(key)
-                stored_artifacts = outcome.new_cache if cache else {}
-                for key, (value, meta) in stored_artifacts.items():
-                    if worth_caching(int(meta.get("nbytes", 0)), float(meta.get("compute_seconds", 0.0))):
-                        repo.cache.put(key, value, meta)
-                repo.cache.touch(outcome.used_cache)
-                record = dict(outcome.record, session=session)
-                if outcome.used_cache or outcome.new_cache:
-                    record["artifacts"] = sorted(set(outcome.used_cache) | set(outcome.new_cache))
-                writer.commit(record, outcome.packed)
-                counts.ran += 1
-                failed = record["status"] != "ok"
-                if failed:
-                    counts.failed += 1
-                    counts.failures.append((record["display"], record["fold"], record["error"]))
-                progress.unit_done(record["unit"], failed, record.get("fit_seconds"),
-                                   timed_out=str(record.get("error", "")).startswith("UnitTimeout"))
+            _execute(repo, files, writer, plan, counts, force, jobs, scheduler, quiet, threads, cache, unit_timeout)
         finally:
-            writer.end_session(session)
-        writer.compact()
+            for note in writer.notes:
+                sys.stderr.write(f"warning: {note}\n")
     return counts
+
+
+def _same_spec(new: dict, previous: dict | None) -> bool:
+    import json
+
+    return previous is not None and json.loads(json.dumps(new)) == previous
+
+
+def _nothing_to_do(files, plan: Plan, force: set[str]) -> bool:
+    """Every unit is stored and the spec is current (read without the lock: logs only grow, and the
+    newest record of a unit survives compaction, so a unit seen stored stays stored)."""
+    if force or not files.exists or files.is_legacy:
+        return False
+    try:
+        previous = files.read_spec()
+        stored, _, _ = files.read_log()
+    except MaltError:
+        return False  # the locked path names what is wrong
+    return _same_spec(plan.spec(previous), previous) and all(
+        _current(stored.get(u.key), u, plan.task) for u in plan.units())
+
+
+def _execute(repo, files, writer, plan: Plan, counts: Counts, force, jobs, scheduler, quiet, threads, cache,
+             unit_timeout) -> None:
+    previous = files.read_spec() if files.exists and not files.is_legacy else None
+    spec = plan.spec(previous)
+    stored, _, _ = files.read_log()
+    units = plan.units()
+    counts.planned = len(units)
+    todo = measured_first([u for u in units if u.algorithm in force or not _current(stored.get(u.key), u, plan.task)])
+    counts.stored = counts.planned - len(todo)
+    if not _same_spec(spec, previous):  # with work to do, only once a unit is committed: a run that fails
+        writer.write_spec(spec, with_first_unit=bool(todo))  # before committing anything changes nothing
+    if not todo:
+        return
+    if cache:
+        repo.cache.check_entries()
+        repo.cache.sweep()
+    session = writer.session(provenance.session_info(plan.dataset, threads=threads, jobs=jobs))
+    reusable = stored_predictions(repo, plan, {u.key for u in todo if u.algorithm not in force})
+    progress = Progress([(u.key, u.setting, f"{u.display} fold {u.fold}") for u in todo], plan.experiment, quiet,
+                        1 if scheduler else jobs, prior_costs(list(stored.values()) + similar_records(repo, plan)),
+                        unit_timeout)
+    cache_writes = CacheWrites(repo.cache)
+    try:
+        for unit in [u for u in todo if u.key in reusable]:
+            record, packed, source = reusable[unit.key]
+            new = dict(rescore_unit(plan.dataset, plan.task, plan.options, record, packed), session=session)
+            if source == plan.experiment:
+                writer.commit(new, None)  # points at the predictions already in this experiment
+            else:
+                new.pop("predictions", None)
+                writer.commit(dict(new, predictions_from=source), packed)
+            counts.rescored += 1
+            progress.unit_done(unit.key)
+        run = [u for u in todo if u.key not in reusable]
+        cache_path = str(repo.path) if cache else None
+        for outcome in _results(plan, run, cache_path, jobs, scheduler, threads, progress, unit_timeout):
+            for key, problem in outcome.damaged_cache:
+                sys.stderr.write(f"warning: {problem}\n")
+                repo.cache.remove(key)
+            for key, (value, meta) in (outcome.new_cache if cache else {}).items():
+                if worth_caching(int(meta.get("nbytes", 0)), float(meta.get("compute_seconds", 0.0))):
+                    cache_writes.put(key, value, meta)
+            repo.cache.touch(outcome.used_cache)
+            record = dict(outcome.record, session=session)
+            if outcome.used_cache or outcome.new_cache:
+                record["artifacts"] = sorted(set(outcome.used_cache) | set(outcome.new_cache))
+            writer.commit(record, outcome.packed)
+            counts.ran += 1
+            failed = record["status"] != "ok"
+            if failed:
+                counts.failed += 1
+                counts.failures.append((record["display"], record["fold"], record["error"]))
+            progress.unit_done(record["unit"], failed, record.get("fit_seconds"),
+                               timed_out=str(record.get("error", "")).startswith("UnitTimeout"))
+    finally:
+        writer.end_session(session)
+    writer.compact()
+
+
+class CacheWrites:
+    """Stores a run's new artifacts. The cache is optional: when a write fails (a full disk, a quota)
+    the unit that computed the artifact is still committed; the run says so once and stores no
+    further artifacts (each later unit computes what it needs)."""
+
+    def __init__(self, cache):
+        self.cache, self.failed = cache, False
+
+    def put(self, key: str, value, meta: dict) -> None:
+        from malt.repository.files import WriteFailed
+
+        if self.failed:
+            return
+        try:
+            self.cache.put(key, value, meta)
+        except WriteFailed as err:
+            self.failed = True
+            sys.stderr.write(f"warning: could not store the cached artifact {err.path} ({err.reason}); the run goes "
+                             "on without caching (finished units are still stored)\n")
 
 
 def _can_fork() -> bool:
@@ -678,6 +742,31 @@ def _dask_results(plan: Plan, todo: list[Unit], cache_path: str | None, schedule
         from dask.distributed import Client
     except ImportError:
         raise MaltError("--scheduler needs Dask: install the optional extra with `pip install 'malt[distributed]'`.")
+    with _quiet_dask_logs():
+        yield from _dask_session(Client, as_completed, plan, todo, cache_path, scheduler, threads)
+
+
+@contextlib.contextmanager
+def _quiet_dask_logs():
+    """Dask's client logs its own tracebacks when the scheduler goes away (reconnect attempts); malt
+    turns that event into one error line, so Dask's log handlers stay quiet while malt uses it."""
+    import logging
+
+    silence = logging.Filter("malt.never")  # passes no record of the distributed loggers
+    handlers = {h for name, logger in list(logging.root.manager.loggerDict.items())
+                if name.split(".")[0] == "distributed" and isinstance(logger, logging.Logger)
+                for h in logger.handlers}
+    for handler in handlers:
+        handler.addFilter(silence)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(silence)
+
+
+def _dask_session(Client, as_completed, plan: Plan, todo: list[Unit], cache_path: str | None, scheduler: str,
+                  threads: int | None):
     try:
         client = Client(scheduler, timeout="10s")
     except (OSError, TimeoutError, ValueError) as err:

@@ -31,7 +31,7 @@ Symmetrisation
 Search
     'exact'        tree search (low-dimensional dense X) or blocked brute force, O(n log n · d) to O(n² d)
     'approximate'  random-projection-tree candidates refined by neighbours-of-neighbours passes,
-                   O(n (T·leaf + k²) d); dense euclidean/cosine only; recall is measured in the tests
+    O(n (T·leaf + k²) d); dense euclidean/cosine only; recall is measured in the tests
 
 Cost: the search dominates; weighting and symmetrisation are O(n k). Memory O(n k).
 """

@@ -44,6 +44,7 @@ def scaling(X, scale: str = "standardize", fit_rows=None) -> Scaling:
     fit_rows : the rows whose statistics define the scaling. An inductive protocol (test rows are
         unseen points: the multilabel task) passes the training rows; a transductive one (every row is
         part of the problem, as in the missing-value task) passes None.
+
     Cost O(nd).
     """
     if scale not in SCALINGS:

@@ -109,7 +109,9 @@ def select(options: Sequence[Params], evaluate: Callable[[Params, np.ndarray, np
 
     evaluate(candidate, train, validation) : fit on the items ``train`` (indices into the caller's
         training part), return the mean loss (``better='lower'``) or score on ``validation``.
+
     fold_ids : from `inner_fold_ids` or `holdout_ids` (items with id -1 are always trained on).
+
     A candidate whose evaluation raises ArithmeticError/LinAlgError or returns NaN scores worst.
     Candidates are evaluated in the order given, all inner folds of one before the next, so an
     ``evaluate`` may warm-start each candidate from the previous one's fit on the same fold (the

@@ -47,13 +47,28 @@ def write(path: Path, produce: Callable[[Path], None] | str | bytes) -> Path:
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except OSError as err:
+    except Exception as err:
         tmp.unlink(missing_ok=True)
-        raise MaltError(f"Could not write {path}: {_reason(err)}; nothing was left half-written.") from None
+        cause = _os_error(err)
+        if cause is None:
+            raise
+        raise MaltError(f"Could not write {path}: {_reason(cause)}; nothing was left half-written.") from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+def _os_error(err: BaseException) -> OSError | None:
+    """The OS error behind ``err``: itself, or one it was raised while handling (matplotlib's PDF
+    writer, cleaning up after a full disk, fails with an AttributeError whose context is the OSError)."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, OSError):
+            return err
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return None
 
 
 def _reason(err: OSError) -> str:

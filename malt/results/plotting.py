@@ -31,6 +31,9 @@ from malt.results.describe import setting_label as _declared_setting_label
 from malt.errors import MaltError
 from malt.results.formatting import format_value
 from malt.results.outputs import output_dir, write
+from malt.results.settings import clean as _clean, display_order, setting_names
+from malt.results.settings import setting_names as legend_labels  # the name figures have used
+from malt.results.settings import is_reference, sort_value as _sort_value
 from malt.results.style import file_metadata, style_matplotlib
 
 # Okabe & Ito (2008) colour-blind-safe colours (their yellow left out: too faint on white), then Paul
@@ -280,12 +283,6 @@ def _settings(rs, members, task) -> list[str]:
         return []
 
 
-def _clean(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
 def _key(value):
     if isinstance(value, float):
         return round(value, 12)
@@ -342,47 +339,6 @@ def incomplete_suffix(summary: pd.DataFrame, display: str) -> str:
     return f" ({int(row['folds'])}/{int(row['planned'])} folds)"
 
 
-def _sort_value(value):
-    """Sort key of a parameter value: numbers numerically, then everything else as text."""
-    value = _clean(value)
-    if _missing(value):
-        return (0, 0.0, "")
-    if isinstance(value, bool):
-        return (1, float(value), "")
-    try:
-        return (1, float(value), "")
-    except (TypeError, ValueError):
-        return (2, 0.0, str(value))
-
-
-def display_order(rs, displays) -> list[str]:
-    """Displays by algorithm, then by their parameter values in numeric order (C=0.01 before C=1)."""
-    frame = rs.frame.drop_duplicates("display").set_index("display")
-    params = sorted(c for c in frame.columns if c.startswith("param."))
-    return sorted(displays, key=lambda d: (frame.loc[d, "algorithm"],
-                                           tuple(_sort_value(frame.loc[d, c]) for c in params), d))
-
-
-def legend_labels(rs, displays: list[str]) -> dict[str, str]:
-    """Shortest unambiguous legend text per display: the algorithm name, plus the parameters that vary."""
-    frame = rs.frame.drop_duplicates("display").set_index("display")
-    params = [c for c in frame.columns if c.startswith("param.")]
-    out = {}
-    by_algo: dict[str, list[str]] = {}
-    for display in displays:
-        by_algo.setdefault(frame.loc[display, "algorithm"], []).append(display)
-    for algo, group in by_algo.items():
-        if len(group) == 1:
-            out[group[0]] = algo
-            continue
-        varying = [c for c in params
-                   if len({repr(_clean(frame.loc[d, c])) for d in group}) > 1]
-        for display in group:
-            parts = [f"{c[6:]}={format_value(_clean(frame.loc[display, c]))}" for c in varying]
-            out[display] = f"{algo} ({', '.join(parts)})" if parts else display
-    return out
-
-
 def numeric_sweeps(rs, family: Family) -> dict[str, list[str]]:
     """Parameter -> the algorithms of a single experiment whose settings take three or more numeric
     values of it: each parameter gets a line plot over its values."""
@@ -421,14 +377,37 @@ def _title(ax, family: Family):
     ax.set_title(family.title() + (f"\n{sub}" if sub else ""), loc="left")
 
 
-def _legend(ax, handles, labels):
-    """Below the axes, outside the data, in as many columns as fit a single column."""
+def _legend(ax, handles, labels, below: float = 0.22):
+    """Below the axes (``below`` axes heights under them, clear of the tick labels), outside the data,
+    in as many columns as fit a single column."""
     if not handles:
         return
     longest = max(len(t) for t in labels)
     ncol = max(1, min(len(labels), 3 if longest <= 12 else 2 if longest <= 22 else 1))
-    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=ncol, frameon=False,
+    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -below), ncol=ncol, frameon=False,
               handlelength=2.2, columnspacing=1.2)
+
+
+REFERENCE_REACH = 0.5
+"""A reference baseline farther than this fraction of the models' span outside it is left off the
+scale (its value goes into its legend entry) rather than squashing the models' differences."""
+
+
+def _value_limits(lo: float, hi: float, references: dict[str, float]) -> tuple[tuple[float, float], set[str]]:
+    """Limits of the value axis: the models' range [lo, hi] with a margin, widened to a reference
+    baseline's value only when it lies within REFERENCE_REACH of that range; returns the limits and
+    the references left off the scale."""
+    span = hi - lo if hi > lo else max(abs(hi), 1.0) * 0.1
+    reach_lo, reach_hi = lo - REFERENCE_REACH * span, hi + REFERENCE_REACH * span
+    shown = [v for v in references.values() if reach_lo <= v <= reach_hi and np.isfinite(v)]
+    lo, hi = min([lo, *shown]), max([hi, *shown])
+    span = hi - lo if hi > lo else span
+    off = {name for name, v in references.items() if not reach_lo <= v <= reach_hi}
+    return (lo - 0.08 * span, hi + 0.08 * span), off
+
+
+def _reference_name(name: str, value: float, off_scale: bool) -> str:
+    return f"{name} (reference{f', off scale at {value:.3g}' if off_scale else ''})"
 
 
 def _numeric_axis(ax, xs_all, axis="x"):
@@ -447,7 +426,9 @@ def _numeric_axis(ax, xs_all, axis="x"):
 
 
 def plot_sweep(rs, family: Family, metric: str, error: str = "std"):
-    """Line plot of one family and metric; returns the matplotlib Figure."""
+    """Line plot of one family and metric; returns the matplotlib Figure. Reference baselines
+    (:data:`malt.results.settings.REFERENCE_BASELINES`) are thin dashed lines without error bars that
+    widen the value axis only when near the models' range."""
     plt = style_matplotlib()
     summary = family_summary(rs, family, metric, error)
     xlabel, xscale = setting_label(family.setting, family.task)
@@ -457,21 +438,36 @@ def plot_sweep(rs, family: Family, metric: str, error: str = "std"):
     labels = legend_labels(rs, order)
     xs_all = sorted({float(v) * xscale for v in summary["setting"]})
     to_axis, from_axis, span = _numeric_axis(ax, xs_all)
+    models = [d for d in order if not is_reference(summary.loc[summary["display"] == d, "algorithm"].iloc[0])]
+    models = models or order
     dodge = 0.012 * span
-    handles = []
+    handles, names = [], []
+    shown = summary[summary["display"].isin(models)]
+    lo = float(np.nanmin(shown["mean"] - shown["err"])) if len(shown) else 0.0
+    hi = float(np.nanmax(shown["mean"] + shown["err"])) if len(shown) else 1.0
+    references = {d: float(summary.loc[summary["display"] == d, "mean"].mean()) for d in order if d not in models}
+    limits, off = _value_limits(lo, hi, references)
     for i, display in enumerate(order):
         part = summary[summary["display"] == display].sort_values("setting")
         offset = (i - (len(order) - 1) / 2) * dodge  # keeps overlapping error bars apart
         x = from_axis(to_axis(part["setting"].astype(float).to_numpy() * xscale) + offset)
-        h = ax.errorbar(x, part["mean"].to_numpy(dtype=float), yerr=part["err"].to_numpy(dtype=float),
-                        label=labels[display], elinewidth=0.9, markeredgewidth=0.6,
-                        markerfacecolor="white" if styles[display]["linestyle"] != "-" else None, **styles[display])
+        y = part["mean"].to_numpy(dtype=float)
+        if display in models:
+            h = ax.errorbar(x, y, yerr=part["err"].to_numpy(dtype=float), label=labels[display], elinewidth=0.9,
+                            markeredgewidth=0.6,
+                            markerfacecolor="white" if styles[display]["linestyle"] != "-" else None, **styles[display])
+            names.append(labels[display] + incomplete_suffix(summary, display))
+        else:
+            (h,) = ax.plot(x, y, color=styles[display]["color"], linestyle="--", linewidth=1.0, marker=None)
+            names.append(_reference_name(labels[display], references[display], display in off)
+                         + incomplete_suffix(summary, display))
         handles.append(h)
+    ax.set_ylim(*limits)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(metric_axis_label(metric, family.fixed, error, fold_range(summary), family.task))
     ax.grid(True, axis="y", linewidth=0.4, alpha=0.5)
     _title(ax, family)
-    _legend(ax, handles, [labels[d] + incomplete_suffix(summary, d) for d in order])
+    _legend(ax, handles, names)
     return fig
 
 
@@ -514,11 +510,17 @@ def plot_param_sweep(rs, family: Family, metric: str, parameter: str, algorithms
         short = [incomplete_suffix(summary, d) for d in part["display"]]
         names.append(line_names[key] + next((t for t in short if t), ""))
     lo, hi = ax.get_xlim()
+    curves = summary[summary["display"].isin(swept)]
+    means = {d: float(summary.loc[summary["display"] == d, "mean"].iloc[0]) for d in others}
+    limits, off = _value_limits(float(np.nanmin(curves["mean"] - curves["err"])),
+                                float(np.nanmax(curves["mean"] + curves["err"])),
+                                {d: v for d, v in means.items() if is_reference(frame.loc[d, "algorithm"])})
     for d in others:
-        row = summary[summary["display"] == d].iloc[0]
-        handles.append(ax.axhline(row["mean"], color=styles[d]["color"], linestyle="--", linewidth=1.0))
-        names.append(f"{labels[d]} (mean){incomplete_suffix(summary, d)}")
+        handles.append(ax.axhline(means[d], color=styles[d]["color"], linestyle="--", linewidth=1.0))
+        names.append(_reference_name(labels[d], means[d], True) if d in off
+                     else f"{labels[d]} (mean){incomplete_suffix(summary, d)}")
     ax.set_xlim(lo, hi)
+    ax.set_ylim(*limits)
     ax.set_xlabel(parameter if len(algorithms) > 1 else f"{algorithms[0]}: {parameter}")
     ax.set_ylabel(metric_axis_label(metric, family.fixed, error,
                                     fold_range(summary[summary["display"].isin(swept)]), family.task))
@@ -529,31 +531,42 @@ def plot_param_sweep(rs, family: Family, metric: str, parameter: str, algorithms
 
 
 def plot_bars(rs, family: Family, metric: str, error: str = "std"):
-    """Horizontal bar chart of one experiment and metric (one bar per algorithm setting, settings of
-    one algorithm in numeric order of their parameters)."""
+    """Dot plot of one experiment and metric: one row per algorithm setting (settings of one algorithm
+    in numeric order of their parameters), the mean with its error bar, on an axis that spans the
+    data (not from zero, so 94 % and 96 % look different). Reference baselines are dashed vertical
+    lines in the legend, off the scale when far from the models."""
     plt = style_matplotlib()
     summary = family_summary(rs, family, metric, error)
     order = display_order(rs, summary["display"].unique())
     summary = summary.set_index("display").loc[order].reset_index()
     labels = legend_labels(rs, order)
     styles = _line_styles(rs, summary)
-    height = max(1.4, 0.8 + 0.26 * len(summary))
+    reference = np.array([is_reference(a) for a in summary["algorithm"]], dtype=bool)
+    if reference.all():
+        reference[:] = False
+    models, refs = summary[~reference], summary[reference]
+    height = max(1.4, 0.8 + 0.26 * len(models))
     fig, ax = plt.subplots(figsize=(WIDTH_IN, height))
-    y = np.arange(len(summary))[::-1]
-    colours = [styles[d]["color"] for d in summary["display"]]
-    ax.barh(y, summary["mean"].to_numpy(dtype=float), height=0.65, color=colours, alpha=0.55,
-            edgecolor=colours, linewidth=0.8)
-    # error bars drawn separately so they stay opaque over the translucent bars
-    ax.errorbar(summary["mean"].to_numpy(dtype=float), y, xerr=summary["err"].to_numpy(dtype=float), fmt="none",
-                ecolor="black", elinewidth=0.9, capsize=2.5)
+    y = np.arange(len(models))[::-1]
+    for row, (_, item) in zip(y, models.iterrows()):
+        ax.errorbar([item["mean"]], [row], xerr=[item["err"]], fmt=styles[item["display"]]["marker"],
+                    color=styles[item["display"]]["color"], elinewidth=1.0, capsize=2.5, markersize=5)
     ax.set_yticks(y)
-    ax.set_yticklabels([labels[d] + incomplete_suffix(summary, d) for d in summary["display"]])
+    ax.set_yticklabels([labels[d] + incomplete_suffix(summary, d) for d in models["display"]])
+    ax.set_ylim(-0.7, len(models) - 0.3)
     ax.set_xlabel(metric_axis_label(metric, family.fixed, error, fold_range(summary), family.task))
     ax.grid(True, axis="x", linewidth=0.4, alpha=0.5)
     ax.set_axisbelow(True)
-    hi = float(np.nanmax(summary["mean"] + summary["err"])) if len(summary) else 1.0
-    ax.set_xlim(0, hi * 1.08 if hi > 0 else 1.0)
+    values = {d: float(m) for d, m in zip(refs["display"], refs["mean"])}
+    limits, off = _value_limits(float(np.nanmin(models["mean"] - models["err"])),
+                                float(np.nanmax(models["mean"] + models["err"])), values)
+    handles, names = [], []
+    for display, value in values.items():
+        handles.append(ax.axvline(value, color=styles[display]["color"], linestyle="--", linewidth=1.0))
+        names.append(_reference_name(labels[display], value, display in off) + incomplete_suffix(summary, display))
+    ax.set_xlim(*limits)
     _title(ax, family)
+    _legend(ax, handles, names, below=0.32 + 0.4 / max(1.4, 0.8 + 0.26 * len(models)))
     return fig
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import html
 import os
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -155,6 +156,59 @@ def _provenance(rs, experiments) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+SESSION_COLUMNS = ["experiment", "session", "started (UTC)", "ended (UTC)", "host", "code", "python", "libraries",
+                   "BLAS", "threads", "jobs", "command"]
+
+
+def _sessions(rs, experiments) -> pd.DataFrame:
+    """One line per run session of the experiments: when, where, which code and libraries, how run."""
+    rows = []
+    for exp in experiments:
+        for s in sessions(rs, exp):
+            revision = s.get("git_revision")
+            code = (f"git {revision[:12]}{' (dirty)' if s.get('git_dirty') else ''}" if revision
+                    else "installed package")
+            blas = sorted({f"{b.get('internal_api')} {b.get('version')}" for b in s.get("blas", [])
+                           if b.get("version")})
+            rows.append([exp, str(s.get("session", "")), _utc(s.get("started")), _utc(s.get("ended")) or "unfinished",
+                         f"{s.get('host', '')} ({s.get('platform', '')})", code, str(s.get("python", "")),
+                         ", ".join(f"{k} {v}" for k, v in sorted((s.get("versions") or {}).items())),
+                         ", ".join(blas), str(s.get("threads", "")), str(s.get("jobs", "")),
+                         str(s.get("command", ""))])
+    return pd.DataFrame(rows, columns=SESSION_COLUMNS)
+
+
+def _natural_order(family) -> tuple:
+    """Families by task, dataset and setting, then by their options with numbers in numeric order
+    (seed=2 before seed=10), as the navigation lists them."""
+    text = family.subtitle()
+    return (family.task, family.dataset, family.setting or "",
+            [(0, float(t), "") if re.fullmatch(r"\d+(\.\d+)?", t) else (1, 0.0, t) for t in re.split(r"(\d+(?:\.\d+)?)", text)])
+
+
+def _stacked(tables: list, family) -> list:
+    """A swept family's per-metric tables as one table (rows: metric · setting), so a page shows
+    one table per family, not one per metric; a single table is returned as it is."""
+    from malt.results.tables import Table
+
+    if len(tables) < 2 or any(t.corner != tables[0].corner for t in tables):
+        return tables
+    rows, columns, cells = [], list(dict.fromkeys(c for t in tables for c in t.columns)), {}
+    notes = {t.note for t in tables}
+    for table in tables:
+        found = re.search(r": (.*), (lower|higher) is better, by ", table.heading)
+        metric = f"{found.group(1)} {'↓' if found.group(2) == 'lower' else '↑'}" if found else table.name
+        for row in table.rows:
+            rows.append(f"{metric} · {row}")
+            cells.update({(rows[-1], c): cell for (r, c), cell in table.cells.items() if r == row})
+    note = notes.pop() if len(notes) == 1 else ""
+    sub = family.subtitle()
+    heading = (f"{family.dataset}, {family.task}{' (' + sub + ')' if sub else ''}: every metric by "
+               f"{family.setting} (↓/↑ as each metric's label says; best per metric and column in bold).")
+    return [Table(f"{family.slug()}_all", heading + (" " + note if note else ""), f"metric · {tables[0].corner}",
+                  rows, columns, cells, note=note)]
+
+
 def _utc(stamp) -> str:
     import datetime
 
@@ -199,15 +253,19 @@ def _anchor(text: str, taken: set) -> str:
 
 
 def write_report(rs, out: str | Path = "report", *, source: str = "", error: str = "std",
-                 metrics: list[str] | None = None, progress=None) -> tuple[Path, Path]:
-    """Write ``out/report.md``, a self-contained ``out/report.html`` and the figures in ``out/figures``;
-    return both page paths. ``progress``: as `plot_all`'s, for the figures."""
+                 metrics: list[str] | None = None, formats: tuple[str, ...] = ("png", "pdf"),
+                 progress=None) -> tuple[Path, Path]:
+    """Write ``out/report.md``, a self-contained ``out/report.html`` and the figures in ``out/figures``
+    (in ``formats``; the page embeds the PNG); return both page paths. ``progress``: as `plot_all`'s,
+    for the figures."""
     from malt.results.cd_diagram import plot_across_datasets
     from malt.results.ranks import comparisons
 
     out = Path(out)
     figures_dir = out / "figures"
-    outputs = plot_all(rs, figures_dir, error=error, metrics=metrics, formats=("png", "pdf"), progress=progress)
+    if "png" not in formats:
+        raise ValueError("the report embeds PNG figures: formats must include 'png'")
+    outputs = plot_all(rs, figures_dir, error=error, metrics=metrics, formats=tuple(formats), progress=progress)
     figures_by_family: dict[str, list] = {}
     for item in outputs:
         figures_by_family.setdefault(item.family.slug(), []).append(item)
@@ -226,10 +284,10 @@ def write_report(rs, out: str | Path = "report", *, source: str = "", error: str
     about.add("simple", "Software", _environment())
     sections = [about]
     reference = published()
-    for family in families(rs):
+    for family in sorted(families(rs), key=_natural_order):
         slug = family.slug()
-        heading = family.title() + (f" — by {family.setting}" if family.swept else "")
         sub = family.subtitle()
+        heading = family.title() + (f" — by {family.setting}" if family.swept else "") + (f" ({sub})" if sub else "")
         section = Section(_anchor(slug, taken), family.task, family.dataset,
                           (f"by {family.setting}" if family.swept else "single experiment") + (f" ({sub})" if sub else ""))
         section.heading = heading
@@ -238,14 +296,15 @@ def write_report(rs, out: str | Path = "report", *, source: str = "", error: str
                          + (f" Swept: {family.setting} = " + ", ".join(format_value(v) for v in family.experiments.values())
                             + "." if family.swept else "")
                          + " Experiments: " + ", ".join(f"`{e}`" for e in family.experiments) + ".")
-        for table in tables.get(slug, []):
+        for table in _stacked(tables.get(slug, []), family):
             section.add("table", table)
         for item in figures_by_family.get(slug, []):
             what = metric_label(item.metric, family.fixed, task=family.task)
             if item.parameter_sweep:
                 what += f" over {item.parameter_sweep}"
-            section.add("img", item.paths[0], out, f"{heading}: {what}")
-        compared = comparison(rs, set(family.experiments), reference)
+            section.add("img", next(p for p in item.paths if p.suffix == ".png"), out, f"{heading}: {what}", what)
+        compared = comparison(rs, set(family.experiments),
+                              reference[(reference["dataset"] == family.dataset) & (reference["task"] == family.task)])
         if not compared.empty:
             for src, group in compared.groupby("source", sort=True):
                 view = group.drop(columns=["source", "dataset"]).copy()
@@ -254,11 +313,9 @@ def write_report(rs, out: str | Path = "report", *, source: str = "", error: str
                                       "'printed' is the paper's name, 'display' ours", view)
         section.add("simple", "Provenance: algorithm settings and versions", _versions(rs, family.experiments))
         section.add("simple", "Provenance: experiments", _provenance(rs, family.experiments))
-        runs = [dict(record, experiment=exp) for exp in family.experiments for record in sessions(rs, exp)]
-        if runs:
-            view = pd.DataFrame(runs).map(lambda v: ", ".join(f"{k}={w}" for k, w in v.items())
-                                          if isinstance(v, dict) else v)
-            section.add("simple", "Provenance: run sessions (code revision, library versions, host, times)", view)
+        runs = _sessions(rs, family.experiments)
+        if not runs.empty:
+            section.add("simple", "Provenance: run sessions (code revision, library versions, host, times)", runs)
         sections.append(section)
     found = comparisons(rs, metrics)
     if found:
@@ -335,38 +392,56 @@ def _markdown(sections: list[Section], title: str) -> str:
 STYLE = """
 :root{--nav:17rem;--line:#d0d4da;--muted:#555;--accent:#0072B2}
 *{box-sizing:border-box}
+html,body{overflow-x:hidden}
 body{margin:0;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;color:#111}
 nav{position:fixed;top:0;left:0;bottom:0;width:var(--nav);overflow-y:auto;padding:1rem .8rem;
     background:#f5f6f8;border-right:1px solid var(--line);font-size:.88rem}
-nav h1{font-size:1.05rem;margin:0 0 .6rem}
+nav h1{font-size:1.05rem;margin:0 0 .6rem;overflow-wrap:anywhere}
 nav input{width:100%;padding:.3rem .4rem;margin-bottom:.6rem;border:1px solid var(--line);border-radius:4px}
 nav details{margin:.2rem 0}
 nav summary{cursor:pointer;font-weight:600}
 nav ul{list-style:none;margin:.15rem 0 .3rem .7rem;padding:0}
-nav li{margin:.1rem 0}
+nav li{margin:.1rem 0;overflow-wrap:anywhere}
 nav a{color:#123;text-decoration:none}
 nav a:hover,nav a.current{color:var(--accent);text-decoration:underline}
 nav .dataset{color:var(--muted);font-style:italic}
-main{margin-left:var(--nav);padding:1rem 2rem 4rem;max-width:80rem}
-section{border-top:1px solid var(--line);padding-top:.6rem;margin-top:1.4rem}
-h2{font-size:1.2rem;margin:.2rem 0 .6rem}
-p{max-width:60rem}
-.scroll{overflow-x:auto;margin:.8rem 0}
+main{margin-left:var(--nav);padding:1rem 2rem 4rem;max-width:calc(100vw - var(--nav));min-width:0}
+@media (max-width:900px){
+  nav{position:static;width:auto;max-height:40vh;border-right:0;border-bottom:1px solid var(--line)}
+  main{margin-left:0;max-width:100vw;padding:1rem}
+}
+section{border-top:1px solid var(--line);padding-top:.6rem;margin-top:1.4rem;min-width:0}
+section>details>summary{cursor:pointer;list-style-position:outside;margin-left:1rem}
+section>details>summary h2{display:inline}
+h2{font-size:1.2rem;margin:.2rem 0 .6rem;overflow-wrap:anywhere}
+p{max-width:60rem;overflow-wrap:anywhere}
+details.more{margin:.6rem 0;border:1px solid var(--line);border-radius:4px;padding:.2rem .6rem}
+details.more>summary{cursor:pointer;color:var(--muted)}
+.scroll{overflow-x:auto;max-width:100%;margin:.8rem 0}
 table{border-collapse:collapse;font-size:.85rem}
 p.caption{font-size:.85rem;color:#333;margin:.2rem 0 .35rem;max-width:60rem}
+p.caption a{color:var(--muted)}
 td,th{border-bottom:1px solid var(--line);padding:.2rem .55rem;text-align:right;white-space:nowrap}
 tbody th,td:first-child,td.text{text-align:left}
-thead th{background:#eef0f3;cursor:pointer;user-select:none;position:relative;padding-right:1.1rem}
+td.text{white-space:normal;min-width:6rem;max-width:32rem;overflow-wrap:anywhere}
+thead th{background:#eef0f3;cursor:pointer;user-select:none;position:relative;padding-right:1.1rem;
+         white-space:normal;min-width:4.5rem;vertical-align:bottom}
 thead th::after{content:"\\21C5";position:absolute;right:.25rem;color:#999;font-size:.75em}
 thead th[aria-sort=ascending]::after{content:"\\25B2";color:var(--accent)}
 thead th[aria-sort=descending]::after{content:"\\25BC";color:var(--accent)}
 input.rows{font-size:.8rem;padding:.15rem .35rem;border:1px solid var(--line);border-radius:4px;margin:.2rem 0}
-figure{display:inline-block;margin:.4rem .8rem .8rem 0;vertical-align:top}
-figure img{display:block;width:3.6in;max-width:100%;height:auto;border:1px solid #eee}
+figure{display:inline-block;margin:.4rem .8rem .8rem 0;vertical-align:top;max-width:100%}
+figure img{display:block;width:3.6in;max-width:100%;height:auto;border:1px solid #eee;cursor:zoom-in}
 figure.wide img{width:6.5in}
 figcaption{font-size:.78rem;color:var(--muted);max-width:3.6in}
+figcaption a{color:var(--muted)}
 figure.wide figcaption{max-width:6.5in}
-code{font-size:.85em}
+#zoom{position:fixed;inset:0;background:rgba(20,20,20,.82);display:flex;align-items:center;justify-content:center;
+      z-index:10;cursor:zoom-out}
+#zoom[hidden]{display:none}
+#zoom img{max-width:96vw;max-height:94vh;background:#fff;padding:.4rem}
+ol.notes{font-size:.85rem;max-width:60rem}
+code{font-size:.85em;overflow-wrap:anywhere}
 """
 
 SCRIPT = r"""
@@ -419,6 +494,34 @@ SCRIPT = r"""
     });
     table.parentNode.insertBefore(filter, table);
   });
+  var zoom = document.getElementById("zoom");
+  function closeZoom() { zoom.hidden = true; zoom.textContent = ""; }
+  document.querySelectorAll("main figure img").forEach(function (img) {
+    img.tabIndex = 0;
+    img.title = "Click to enlarge";
+    function open() {
+      var big = document.createElement("img");  // made on demand: the page's images are its figures only
+      big.src = img.src;
+      big.alt = img.alt;
+      zoom.textContent = "";
+      zoom.appendChild(big);
+      zoom.hidden = false;
+    }
+    img.addEventListener("click", open);
+    img.addEventListener("keydown", function (e) { if (e.key === "Enter") { e.preventDefault(); open(); } });
+  });
+  zoom.addEventListener("click", closeZoom);
+  document.addEventListener("keydown", function (e) { if (e.key === "Escape") closeZoom(); });
+  function reveal(id) {
+    var target = document.getElementById(id);
+    if (target && target.firstElementChild && target.firstElementChild.tagName === "DETAILS") {
+      target.firstElementChild.open = true;
+    }
+  }
+  document.querySelectorAll("nav a[href^='#']").forEach(function (a) {
+    a.addEventListener("click", function () { reveal(a.getAttribute("href").slice(1)); });
+  });
+  if (location.hash) reveal(location.hash.slice(1));
   var search = document.getElementById("nav-filter");
   search.addEventListener("input", function () {
     var needle = search.value.toLowerCase();
@@ -443,10 +546,32 @@ SCRIPT = r"""
 """
 
 
-def _data_uri(path: Path) -> str:
-    import base64
+PAGE_IMAGE_WIDTH = 1000
+"""Widest figure the page embeds, in pixels (enough to enlarge a 3.5-inch figure to twice its size);
+the files in figures/ keep the full 200 dpi."""
 
-    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
+EMBED_BUDGET = 4_000_000
+"""Bytes of figures the page embeds; later figures are read from figures/ beside the page (a report
+of 50 experiments stays a page a browser opens at once)."""
+
+
+def _data_uri(path: Path) -> str:
+    """The figure as an inline PNG for the page: at most PAGE_IMAGE_WIDTH wide and reduced to an
+    adaptive 64-colour palette (figures are a few flat colours on white), under a third of the file's bytes."""
+    import base64
+    import io
+
+    from PIL import Image  # Pillow: a dependency of matplotlib
+
+    with Image.open(path) as image:
+        image = image.convert("RGB")
+        if image.width > PAGE_IMAGE_WIDTH:
+            image = image.resize((PAGE_IMAGE_WIDTH, round(image.height * PAGE_IMAGE_WIDTH / image.width)),
+                                 Image.Resampling.LANCZOS)
+        buffer = io.BytesIO()
+        image.quantize(colors=64, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
+            buffer, format="PNG", optimize=True)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def _simple_html(caption: str, frame: pd.DataFrame) -> str:
@@ -490,30 +615,91 @@ def _nav(sections: list[Section], title: str) -> str:
     return "".join(parts)
 
 
+SECTIONS_OPEN = 12
+"""A page with at most this many sections shows them all open; a longer one opens only the first
+(the navigation opens the one it jumps to), so 50 experiments stay one readable page."""
+
+
+def _notes(sections: list[Section]) -> dict[str, int]:
+    """Each distinct note on reading a table (fold counts, marks, tests), numbered once for the page."""
+    notes: dict[str, int] = {}
+    for section in sections:
+        for block in section.blocks:
+            if block[0] == "table" and block[1].note:
+                notes.setdefault(block[1].note, len(notes) + 1)
+    return notes
+
+
+class _Embedder:
+    """Inline data URIs for the figures until EMBED_BUDGET bytes, then relative links to the files."""
+
+    def __init__(self, budget: int = EMBED_BUDGET):
+        self.left, self.linked = budget, 0
+
+    def src(self, path: Path, folder: Path) -> str:
+        if self.left > 0:
+            uri = _data_uri(path)
+            self.left -= len(uri)
+            return uri
+        self.linked += 1
+        return html.escape(os.path.relpath(path, folder))
+
+
+def _block_html(block, notes: dict[str, int], embed: _Embedder) -> str:
+    kind = block[0]
+    if kind == "p":
+        text = html.escape(block[1])
+        return "<p>" + "".join(f"<code>{t}</code>" if i % 2 else t for i, t in enumerate(text.split("`"))) + "</p>"
+    if kind == "table":
+        table = block[1]
+        ref = f" <a href='#note-{notes[table.note]}'>[note {notes[table.note]}]</a>" if table.note in notes else ""
+        return (f"<div class='scroll'><p class='caption'>{html.escape(table.heading)}{ref}</p>"
+                f"{table.to_html(caption=False)}</div>")
+    if kind == "simple":
+        return _simple_html(block[1], block[2])
+    if kind == "img":
+        path, folder, alt = block[1], block[2], block[3]
+        caption = block[4] if len(block) > 4 else alt
+        wide = " class='wide'" if str(path).endswith("_cd.png") else ""
+        files = " · ".join(f"<a href='{html.escape(os.path.relpath(f, folder))}'>{f.suffix[1:].upper()}</a>"
+                           for f in [Path(path), Path(path).with_name(Path(path).stem + ".pdf")] if f.exists())
+        return (f"<figure{wide}><img src='{embed.src(path, folder)}' alt='{html.escape(alt)}' loading='lazy'>"
+                f"<figcaption>{html.escape(caption)} ({files})</figcaption></figure>")
+    raise ValueError(kind)
+
+
+def _section_html(section: Section, notes: dict[str, int], open_: bool, embed: _Embedder) -> str:
+    heading = html.escape(getattr(section, "heading", section.title))
+    main_blocks = [b for b in section.blocks if not (b[0] == "simple" and b[1].startswith("Provenance"))]
+    provenance = [b for b in section.blocks if b not in main_blocks]
+    parts = [f"<section id='{section.anchor}'><details class='section'{' open' if open_ else ''}>"
+             f"<summary><h2>{heading}</h2></summary>"]
+    parts += [_block_html(b, notes, embed) for b in main_blocks]
+    if provenance:
+        parts.append(f"<details class='more'><summary>Provenance ({len(provenance)} tables: settings and versions, "
+                     "experiments, run sessions)</summary>")
+        parts += [_block_html(b, notes, embed) for b in provenance]
+        parts.append("</details>")
+    if section.anchor == "about" and notes:
+        parts.append("<p>How to read the result tables (each caption names its note):</p><ol class='notes'>"
+                     + "".join(f"<li id='note-{n}'>{html.escape(text)}</li>" for text, n in notes.items()) + "</ol>")
+    parts.append("</details></section>")
+    return "\n".join(parts)
+
+
 def _html(sections: list[Section], title: str) -> str:
+    notes = _notes(sections)
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
              "<meta name='viewport' content='width=device-width, initial-scale=1'>",
              "<link rel='icon' href='data:,'>",  # no favicon request, not even to the file share
              f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>",
              _nav(sections, title), "<main>"]
-    for section in sections:
-        parts.append(f"<section id='{section.anchor}'><h2>{html.escape(getattr(section, 'heading', section.title))}</h2>")
-        for block in section.blocks:
-            kind = block[0]
-            if kind == "p":
-                text = html.escape(block[1])
-                text = "".join(f"<code>{t}</code>" if i % 2 else t for i, t in enumerate(text.split("`")))
-                parts.append(f"<p>{text}</p>")
-            elif kind == "table":
-                parts.append(f"<div class='scroll'><p class='caption'>{html.escape(block[1].caption)}</p>"
-                             f"{block[1].to_html(caption=False)}</div>")
-            elif kind == "simple":
-                parts.append(_simple_html(block[1], block[2]))
-            elif kind == "img":
-                path, _, alt = block[1], block[2], block[3]
-                wide = " class='wide'" if str(path).endswith("_cd.png") else ""
-                parts.append(f"<figure{wide}><img src='{_data_uri(path)}' alt='{html.escape(alt)}'>"
-                             f"<figcaption>{html.escape(alt)}</figcaption></figure>")
-        parts.append("</section>")
-    parts.append(f"</main><script>{SCRIPT}</script></body></html>\n")
+    embed = _Embedder()
+    for i, section in enumerate(sections):
+        parts.append(_section_html(section, notes, open_=len(sections) <= SECTIONS_OPEN or i <= 1, embed=embed))
+    if embed.linked:
+        parts.append(f"<p class='caption'>{embed.linked} figure(s) past the first {EMBED_BUDGET // 1_000_000} MB are "
+                     "read from the figures/ folder beside this page: keep the two together.</p>")
+    parts.append("</main><div id='zoom' hidden role='dialog' aria-label='Enlarged figure (click or Escape closes)'></div>")
+    parts.append(f"<script>{SCRIPT}</script></body></html>\n")
     return "\n".join(parts)

@@ -46,7 +46,9 @@ class ResultSet:
         """Every stored unit of the experiments (see the module docstring for what is left out).
 
         Damage is described in ``problems``; an experiment whose spec is damaged is skipped there
-        when reading all experiments, and raises when named."""
+        when reading all experiments, and raises when named. A link or a FIFO, device, socket or
+        folder where the store keeps a file is not damage but something planted: it always raises."""
+        from malt.repository.files import RefusedEntry
         from malt.tasks import tasks
 
         problems = problems if problems is not None else []
@@ -63,7 +65,7 @@ class ResultSet:
             try:
                 spec = files.read_spec()
             except MaltError as err:
-                if named:
+                if named or isinstance(err, RefusedEntry):
                     raise
                 problems.append(str(err))
                 continue
@@ -188,16 +190,29 @@ class ResultSet:
     def frame_view(self) -> pd.DataFrame:
         return self.frame
 
-    def summary(self, by: str | list[str] = ("experiment", "display", "metric")) -> pd.DataFrame:
-        """Mean, std (NaN with one fold), defined folds and planned folds per group."""
+    def summary(self, by: str | list[str] = ("experiment", "display", "metric"), percent: bool = True) -> pd.DataFrame:
+        """Mean, std (NaN with one fold), defined folds and planned folds per group.
+
+        Numbers are in each metric's declared display unit, as `malt show`, `malt table`, the
+        figures and the report print them: a metric declared ``percent`` (``Metric.percent``) is
+        ×100 and its ``unit`` column says "%"; ``percent=False`` gives the stored fractions (and an
+        empty ``unit``). Grouped by ``display``, the ``setting`` column holds the setting's name as
+        every table shows it (:func:`malt.results.settings.setting_names`).
+        """
         by = [by] if isinstance(by, str) else list(by)
         if "metric" not in by:
             by = by + ["metric"]
         if self.frame.empty:
-            return pd.DataFrame(columns=[*by, "mean", "std", "folds", "planned", "complete"])
-        grouped = self.frame.groupby(by, sort=True)["value"]
+            return pd.DataFrame(columns=[*by, "mean", "std", "unit", "folds", "planned", "complete"])
+        scales = {pair: _display_scale(*pair) if percent else (1.0, "")
+                  for pair in self.frame[["task", "metric"]].drop_duplicates().itertuples(index=False, name=None)}
+        factor = [scales[pair][0] for pair in zip(self.frame["task"], self.frame["metric"])]
+        frame = self.frame.assign(value=self.frame["value"] * factor)
+        grouped = frame.groupby(by, sort=True)["value"]
         out = grouped.agg(mean="mean", std=lambda v: v.std(ddof=1) if v.notna().sum() > 1 else np.nan,
                           folds="count").reset_index()
+        units = {metric: unit for (_, metric), (_, unit) in scales.items()}
+        out.insert(out.columns.get_loc("std") + 1, "unit", [units.get(m, "") for m in out["metric"]])
         keys = [k for k in by if k != "metric"]
         if keys and set(keys) <= set(self.completeness.columns) and not self.completeness.empty:
             # each completeness row is one planned setting of one experiment: a group plans their sum
@@ -207,31 +222,39 @@ class ResultSet:
         else:
             out["planned"] = np.nan
         out["complete"] = out["folds"] >= out["planned"].fillna(0)
+        if "display" in by:
+            from malt.results.settings import setting_names
+
+            names = setting_names(self, out["display"].unique())
+            out.insert(by.index("display") + 1, "setting", out["display"].map(names))
         return out
 
     def wide(self, experiment: str, percent: bool = True) -> pd.DataFrame:
-        """One experiment as metric × algorithm cells 'mean ± std' (percent metrics ×100); a cell
-        resting on fewer folds than planned says so ("(3/5 folds)"), one fold shows no ±."""
+        """One experiment as metric × algorithm setting cells 'mean ± std' (percent metrics ×100,
+        settings named as every table names them); a cell resting on fewer folds than planned says
+        so ("(3/5 folds)"), one fold shows no ±."""
+        from malt.results.settings import display_order, setting_names
         from malt.tasks import metric_info
 
-        s = self.summary()
+        s = self.summary(percent=percent)
         s = s[s["experiment"] == experiment]
         task = self.specs.get(experiment, {}).get("task")
         order = _declared_order(task)
         s = s.assign(_order=[order.get(m, len(order)) for m in s["metric"]]).sort_values(["_order", "display"])
         options = self.specs.get(experiment, {}).get("task_params", {})
+        displays = display_order(self, s["display"].unique())
+        names = setting_names(self, displays)
         cells: dict[str, dict] = {}
         for _, row in s.iterrows():
             try:
                 info = metric_info(task, row["metric"])
-                scale = 100.0 if percent and info.percent else 1.0
                 shown = "".join(f"{k}={options.get(k)}, " for k in info.options)
-                label = f"{row['metric']} ({shown}{'%, ' if scale == 100.0 else ''}{info.better} is better)"
+                label = f"{row['metric']} ({shown}{'%, ' if row['unit'] == '%' else ''}{info.better} is better)"
             except MaltError:
-                scale, label = 1.0, f"{row['metric']} (undeclared metric)"
-            cell = format_cell(row["mean"] * scale, row["std"] * scale, int(row["folds"]), row["planned"])
-            cells.setdefault(label, {})[row["display"]] = cell
-        return pd.DataFrame(cells).T
+                label = f"{row['metric']} (undeclared metric)"
+            cell = format_cell(row["mean"], row["std"], int(row["folds"]), row["planned"])
+            cells.setdefault(label, {})[names[row["display"]]] = cell
+        return pd.DataFrame(cells).T[[names[d] for d in displays]] if cells else pd.DataFrame()
 
     def diagnostics_wide(self, experiment: str) -> pd.DataFrame:
         """One experiment's recorded diagnostics as diagnostic × algorithm cells 'mean ± std' over folds."""
@@ -241,10 +264,16 @@ class ResultSet:
         d = d[d["experiment"] == experiment]
         stats = d.groupby(["diagnostic", "display"], sort=True)["value"].agg(
             mean="mean", std=lambda v: v.std(ddof=1) if len(v) > 1 else np.nan, n="count")
+        from malt.results.settings import display_order, setting_names
+
+        shown = [d for d in display_order(self, d["display"].unique()) if d in set(self.frame["display"])]
+        names = setting_names(self, shown)
         cells: dict[str, dict] = {}
         for (name, display), row in stats.iterrows():
-            cells.setdefault(display, {})[name] = format_cell(row["mean"], row["std"], int(row["n"]), np.nan)
-        return pd.DataFrame(cells)
+            cells.setdefault(names.get(display, display), {})[name] = format_cell(row["mean"], row["std"],
+                                                                                   int(row["n"]), np.nan)
+        order = [names[d] for d in shown if names[d] in cells]
+        return pd.DataFrame(cells)[order + [c for c in cells if c not in order]]
 
     def diagnostic_view(self, names: list[str]) -> "ResultSet":
         """A ResultSet whose 'metrics' are these recorded diagnostics (``fit_seconds``,
@@ -330,6 +359,16 @@ class _LazyDiagnostics:
                  "fold": u["fold"], "diagnostic": name, "value": value}
                 for u in self.units for name, value in numeric_diagnostics(u["_record"]).items()]
         return pd.DataFrame(rows)
+
+
+def _display_scale(task: str, metric: str) -> tuple[float, str]:
+    """Factor from a stored value to the metric's declared display unit, and the unit ('%' or '')."""
+    from malt.tasks import metric_info
+
+    try:
+        return (100.0, "%") if metric_info(task, metric).percent else (1.0, "")
+    except MaltError:  # an undeclared metric or a diagnostic: shown as stored
+        return 1.0, ""
 
 
 def _declared_order(task: str | None) -> dict[str, int]:

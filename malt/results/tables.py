@@ -63,6 +63,24 @@ class Table:
     rows: list[str]
     columns: list[str]
     cells: dict = field(default_factory=dict)  # (row, column) -> Cell
+    column_title: str | None = None  # what the columns are ('algorithm'), when the table may be transposed
+    note: str = ""  # the end of the caption that says how to read the cells (a page with many tables says it once)
+
+    @property
+    def heading(self) -> str:
+        """The caption without its ``note``: what this table shows."""
+        return self.caption[:-len(self.note)].rstrip() if self.note and self.caption.endswith(self.note) \
+            else self.caption
+
+    def transposed(self) -> "Table":
+        """Columns as rows: ``column_title`` becomes the corner and the old corner's items the columns."""
+        return Table(self.name, self.caption, self.column_title or "", list(self.columns), list(self.rows),
+                     {(c, r): cell for (r, c), cell in self.cells.items()}, self.corner, self.note)
+
+    def fits_page(self) -> "Table":
+        """This table, transposed when it has more columns than rows and may be (more algorithm
+        settings than metrics, say): a LaTeX page holds many rows but few columns."""
+        return self.transposed() if self.column_title and len(self.columns) > len(self.rows) else self
 
     # ---- renderers ---------------------------------------------------------------------------
     def to_markdown(self) -> str:
@@ -74,6 +92,9 @@ class Table:
         return "\n".join(lines) + "\n"
 
     def to_latex(self) -> str:
+        """A booktabs table (transposed when that fits a page better, see `fits_page`)."""
+        if self.fits_page() is not self:
+            return self.fits_page().to_latex()
         spec = "l" + "r" * len(self.columns)
         out = ["\\begin{table}[t]", "\\centering", "\\small",
                f"\\caption{{{_tex(self.caption)}}}", f"\\label{{tab:{self.name}}}",
@@ -284,9 +305,10 @@ def experiment_table(rs, family: Family, metrics: list[str] | None = None,
         marks.add(mark_best(mine, per_fold, info.better, policy))
         cells.update({(row, names[k]): c for k, c in mine.items()})
     sub = family.subtitle()
-    caption = f"{family.dataset}, {family.task}{' (' + sub + ')' if sub else ''}. ↓/↑: lower/higher is better. " \
-              + _caption_tail(folds, marks, _incomplete(cells))
-    return Table(family.slug(), caption, "metric", rows, list(dict.fromkeys(names[k] for k in keys)), cells)
+    note = _caption_tail(folds, marks, _incomplete(cells))
+    caption = f"{family.dataset}, {family.task}{' (' + sub + ')' if sub else ''}. ↓/↑: lower/higher is better. " + note
+    return Table(family.slug(), caption, "metric", rows, list(dict.fromkeys(names[k] for k in keys)), cells,
+                 column_title="algorithm", note=note)
 
 
 def combined_tables(rs, option: str, metrics: list[str] | None = None) -> list[Table]:
@@ -349,11 +371,12 @@ def sweep_tables(rs, family: Family, metrics: list[str] | None = None) -> list[T
             marks.add(mark_best(mine, per_fold, info.better, fold_policy(rs, exp)))
             cells.update({(labels[d], column): c for d, c in mine.items()})
         sub = family.subtitle()
+        note = _caption_tail(folds, marks, _incomplete(cells))
         caption = (f"{family.dataset}, {family.task}{' (' + sub + ')' if sub else ''}: "
                    f"{metric_label(metric, family.fixed, task=family.task)}, {info.better} is better, by {xlabel.lower()}. "
-                   + _caption_tail(folds, marks, _incomplete(cells)))
+                   + note)
         out.append(Table(f"{family.slug()}_{metric}", caption, "algorithm", [labels[d] for d in displays],
-                         list(dict.fromkeys(columns.values())), cells))
+                         list(dict.fromkeys(columns.values())), cells, note=note))
     return out
 
 
@@ -404,10 +427,12 @@ def dataset_tables(rs, metrics: list[str] | None = None) -> list[Table]:
                 marks.add(mark_best(mine, per_fold, info.better, fold_policy(rs, exp)))
                 cells.update({(dataset, labels[d]): c for d, c in mine.items()})
             sub = members[0].subtitle()
+            note = _caption_tail(folds, marks, _incomplete(cells))
             caption = (f"{task}{' (' + sub + ')' if sub else ''}: {metric_label(metric, members[0].fixed, task=task)}, "
-                       f"{info.better} is better, per dataset. " + _caption_tail(folds, marks, _incomplete(cells)))
+                       f"{info.better} is better, per dataset. " + note)
             name = f"{task}_across-datasets_{metric}" + (f"_{members[0].slug().split('_', 2)[-1]}" if sub else "")
-            out.append(Table(name, caption, "dataset", rows, [labels[d] for d in displays], cells))
+            out.append(Table(name, caption, "dataset", rows, [labels[d] for d in displays], cells,
+                             column_title="algorithm", note=note))
     return out
 
 

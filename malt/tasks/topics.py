@@ -8,7 +8,9 @@ What the algorithm returns in ``Prediction.extras``:
     conditional log p(w_d | F_*) with the MAP F_*, eq. 6.24).
 ``loglik_joint`` : optional float, the summed bound on log p(w_test, F_*) (eq. 6.23); defaults to
     ``loglik.sum()`` (models without F, e.g. CTM, where both perplexities coincide).
+
 (An embedding-only algorithm such as ``gplvm`` may omit ``loglik``: then only embedding_error.)
+
 ``embedding_train``, ``embedding_test`` : optional (n_train, k) and (n_test, k) document embeddings
     (λ for CTM, F for GPTM); a linear SVM trained on the first and tested on the second gives
     ``embedding_error`` when the dataset has class labels ``y``.

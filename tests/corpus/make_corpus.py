@@ -165,6 +165,91 @@ FILES: dict[str, str | bytes] = {
     "unclosed-quote.csv": 'a,b,label\n"1,2,0\n3,4,1\n',
 }
 
+# ---- issue 35: all-NaN label columns, malformed MULAN XML, malformed experiment files (TOML) ------------
+_LABEL_FREE = [g[: g.rindex(",")] for g in GOOD]  # three features and l1
+FILES.update({
+    "label-col-all-unknown.arff": arff(NUM3 + L2, [f + ",?" for f in _LABEL_FREE]),
+    "label-col-all-unknown-sparse.arff": arff(NUM3 + L2, ["{" + ",".join(f"{j} {v}" for j, v in
+                                                                           enumerate(f.split(","))) + ",4 ?}"
+                                                          for f in _LABEL_FREE]),
+    "label-col-all-nan.csv": "a,b,l1,l2\n" + "".join(f"{i},{i * i},{i % 2},nan\n" for i in range(12)),
+    "label-col-all-empty.csv": "a,b,l1,l2\n" + "".join(f"{i},{i * i},{i % 2},\n" for i in range(12)),
+    "label-col-all-question.csv": "a,b,l1,l2\n" + "".join(f"{i},{i * i},?,{i % 2}\n" for i in range(12)),
+    "class-all-nan.csv": "a,b,label\n" + "".join(f"{i},{i * i},nan\n" for i in range(12)),
+    # MULAN label files
+    "label-no-name.xml": XML.format('<label name="l1"></label>\n<label></label>\n'),
+    "label-empty-name.xml": xml("l1", ""),
+    "wrong-root.xml": '<?xml version="1.0"?>\n<attributes><attribute name="l1"/></attributes>\n',
+    "empty.xml": "",
+    "truncated.xml": xml("l1", "l2")[:60],
+    "hierarchical.xml": XML.format('<label name="l1"><label name="l2"></label></label>\n'),
+    "hierarchical-dup.xml": XML.format('<label name="l1"><label name="l1"></label></label>\n'),
+    "internal-entity.xml": ('<?xml version="1.0"?>\n<!DOCTYPE labels [<!ENTITY b "l2">]>\n'
+                            '<labels><label name="l1"/><label name="&b;"/></labels>\n'),
+    "external-entity.xml": ('<?xml version="1.0"?>\n<!DOCTYPE labels [<!ENTITY x SYSTEM "file:///etc/hostname">]>\n'
+                            '<labels><label name="l1"/><label name="&x;"/></labels>\n'),
+    "billion-laughs.xml": ('<?xml version="1.0"?>\n<!DOCTYPE labels [<!ENTITY a0 "lol">'
+                           + "".join(f'<!ENTITY a{k} "{("&a" + str(k - 1) + ";") * 10}">' for k in range(1, 10))
+                           + ']>\n<labels><label name="&a9;"/></labels>\n'),
+    "deep-nesting.xml": '<?xml version="1.0"?>\n<labels>' + "<label name=\"x\">" * 0 + "<g>" * 5000
+                        + '<label name="l1"/>' + "</g>" * 5000 + "</labels>\n",
+    "every-attribute-a-label.xml": xml("f1", "f2", "f3", "l1", "l2"),
+    "feature-as-label.xml": xml("f1", "l2"),
+    "latin1-label.xml": ('<?xml version="1.0" encoding="iso-8859-1"?>\n<labels><label name="l\xe9"/></labels>\n'
+                         ).encode("latin-1"),
+    "utf16.xml": xml("l1", "l2").replace("utf-8", "utf-16").encode("utf-16"),
+    "nul-bytes.xml": xml("l1", "l2").encode()[:50] + b"\x00\x00" + xml("l1", "l2").encode()[50:],
+    "one-label.xml": xml("l1"),
+    "unclosed-attribute.xml": XML.format('<label name="l1></label>\n'),
+    "two-roots.xml": xml("l1") + xml("l2"),
+    # experiment files (malt run)
+    "good.toml": '[[experiment]]\ndatasets = ["synthetic-multilabel"]\nalgorithms = ["test-counting"]\n'
+                 'task = "missing"\noptions = { folds = 2 }\n',
+    "empty.toml": "",
+    "syntax-error.toml": "[[experiment]\ndatasets = [\n",
+    "duplicate-key.toml": '[[experiment]]\ndatasets = ["a"]\ndatasets = ["b"]\nalgorithms = ["mllr"]\n',
+    "not-utf8.toml": b'[[experiment]]\ndatasets = ["caf\xe9"]\n',
+    "experiment-table.toml": '[experiment]\ndatasets = ["synthetic-multilabel"]\nalgorithms = ["mllr"]\n',
+    "experiment-number.toml": "experiment = 3\n",
+    "experiment-list-of-numbers.toml": "experiment = [1, 2]\n",
+    "unknown-key.toml": '[[experiment]]\ndatasets = ["synthetic-multilabel"]\nalgorithms = ["mllr"]\nfold = 2\n',
+    "no-algorithms.toml": '[[experiment]]\ndatasets = ["synthetic-multilabel"]\n',
+    "empty-datasets.toml": '[[experiment]]\ndatasets = []\nalgorithms = ["mllr"]\n',
+    "datasets-number.toml": '[[experiment]]\ndatasets = 3\nalgorithms = ["mllr"]\n',
+    "datasets-nested.toml": '[[experiment]]\ndatasets = [["synthetic-multilabel"]]\nalgorithms = ["mllr"]\n',
+    "algorithms-number.toml": '[[experiment]]\ndatasets = ["synthetic-multilabel"]\nalgorithms = 7\n',
+    "algorithms-table.toml": '[[experiment]]\ndatasets = ["synthetic-multilabel"]\nalgorithms = { a = 1 }\n',
+    "options-number.toml": '[[experiment]]\ndatasets = ["synthetic-multilabel"]\nalgorithms = ["mllr"]\n'
+                           "options = 3\n",
+    "options-unknown.toml": '[[experiment]]\ndatasets = ["synthetic-multilabel"]\nalgorithms = ["mllr"]\n'
+                            "options = { nosuch = 1 }\n",
+    "options-empty-sweep.toml": '[[experiment]]\ndatasets = ["synthetic-multilabel"]\nalgorithms = ["mllr"]\n'
+                                "options = { missing = [] }\n",
+    "options-bad-value.toml": '[[experiment]]\ndatasets = ["synthetic-multilabel"]\nalgorithms = ["mllr"]\n'
+                              "options = { missing = 1.5 }\n",
+    "params-list.toml": '[[experiment]]\ndatasets = ["synthetic-multilabel"]\nalgorithms = ["mllr"]\n'
+                        "params = [1, 2]\n",
+    "params-unknown.toml": '[[experiment]]\ndatasets = ["synthetic-multilabel"]\nalgorithms = ["mllr"]\n'
+                           "params = { nosuch = 1 }\n",
+    "params-nested-table.toml": '[[experiment]]\ndatasets = ["synthetic-multilabel"]\nalgorithms = ["mllr"]\n'
+                                "params = { C = { x = 1 } }\n",
+    "params-empty-sweep.toml": '[[experiment]]\ndatasets = ["synthetic-multilabel"]\nalgorithms = ["mllr"]\n'
+                               "params = { C = [] }\n",
+    "task-number.toml": '[[experiment]]\ndatasets = ["synthetic-multilabel"]\nalgorithms = ["mllr"]\ntask = 5\n',
+    "task-unknown.toml": '[[experiment]]\ndatasets = ["synthetic-multilabel"]\nalgorithms = ["mllr"]\n'
+                         'task = "nosuch"\n',
+    "labels-number.toml": '[[experiment]]\ndatasets = ["synthetic-multilabel"]\nalgorithms = ["mllr"]\nlabels = 2\n',
+    "repo-empty.toml": 'repo = ""\n[[experiment]]\ndatasets = ["synthetic-multilabel"]\nalgorithms = ["mllr"]\n',
+    "repo-number.toml": 'repo = 3\n[[experiment]]\ndatasets = ["synthetic-multilabel"]\nalgorithms = ["mllr"]\n',
+    "unknown-dataset.toml": '[[experiment]]\ndatasets = ["no-such-dataset"]\nalgorithms = ["mllr"]\n',
+    "unknown-algorithm.toml": '[[experiment]]\ndatasets = ["synthetic-multilabel"]\nalgorithms = ["nosuch"]\n',
+    "second-block-bad.toml": '[[experiment]]\ndatasets = ["synthetic-multilabel"]\nalgorithms = ["mllr"]\n'
+                             'options = { folds = 2 }\n[[experiment]]\ndatasets = ["synthetic-multilabel"]\n'
+                             'algorithms = ["nosuch"]\n',
+    "random-bytes.toml": np.random.default_rng(35).bytes(256),
+    "toml-date.toml": '[[experiment]]\ndatasets = [1979-05-27]\nalgorithms = ["mllr"]\n',
+})
+
 
 def main() -> None:
     for name, content in FILES.items():
