@@ -735,15 +735,12 @@ class DaskEvents:
 
 def _dask_results(plan: Plan, todo: list[Unit], cache_path: str | None, scheduler: str, threads: int | None,
                   progress: Progress, limit: float | None = None):
-    import collections
-    import secrets
-
     try:
         from dask.distributed import Client
     except ImportError:
         raise MaltError("--scheduler needs Dask: install the optional extra with `pip install 'malt[distributed]'`.")
     with _quiet_dask_logs():
-        yield from _dask_session(Client, as_completed, plan, todo, cache_path, scheduler, threads)
+        yield from _dask_session(Client, plan, todo, cache_path, scheduler, threads, progress, limit)
 
 
 @contextlib.contextmanager
@@ -765,8 +762,13 @@ def _quiet_dask_logs():
             handler.removeFilter(silence)
 
 
-def _dask_session(Client, as_completed, plan: Plan, todo: list[Unit], cache_path: str | None, scheduler: str,
-                  threads: int | None):
+def _dask_session(Client, plan: Plan, todo: list[Unit], cache_path: str | None, scheduler: str, threads: int | None,
+                  progress: Progress, limit: float | None):
+    """Units on the cluster, outcomes as they finish; the units' progress reports arrive through a
+    scheduler event topic, and a unit past ``limit`` seconds is stopped (`_stop_on_cluster`)."""
+    import collections
+    import secrets
+
     try:
         client = Client(scheduler, timeout="10s")
     except (OSError, TimeoutError, ValueError) as err:
