@@ -16,14 +16,31 @@ from malt.repository.store import Repository
 from malt.results import ResultSet
 from tests.helpers import run_malt, snapshot
 
+
+class _Result:
+    def __init__(self, result):
+        self.returncode, self.stdout, self.stderr = result.exit_code, result.stdout, result.stderr
+
+
+def malt(*args, check: bool = True):
+    """`malt ...` in this process (the test plugins are registered here); like `run_malt`'s result."""
+    from click.testing import CliRunner
+
+    from malt.cli import main
+
+    result = _Result(CliRunner().invoke(main, [str(a) for a in args]))
+    if check and result.returncode != 0:
+        raise AssertionError(f"malt {' '.join(map(str, args))} failed ({result.returncode}):\n{result.stderr}")
+    return result
+
 CV = ["cv", "--algo", "test-counting", "--dataset", "synthetic-multilabel", "--task", "missing", "--folds", "3",
       "--quiet"]
 
 
 def _two_experiments(repo):
     """Two settings in one experiment, a second experiment (other options) beside it; returns both ids."""
-    first = run_malt(*CV, "--param", "sleep=0,0.001", "--repo", repo).stdout.strip()
-    second = run_malt(*CV, "--missing", "0.3", "--repo", repo).stdout.strip()
+    first = malt(*CV, "--param", "sleep=0,0.001", "--repo", repo).stdout.strip()
+    second = malt(*CV, "--missing", "0.3", "--repo", repo).stdout.strip()
     return first, second
 
 
@@ -47,11 +64,11 @@ def test_forget_a_setting_leaves_everything_else_as_it_was_and_is_logged(tmp_pat
 
     pd.testing.assert_frame_equal(after.frame.reset_index(drop=True), kept)
     assert [item["display"] for item in Repository(repo).read_spec(first)["plan"]] == ["test-counting"]
-    provenance = run_malt("show", first, "--provenance", "--repo", repo).stdout
+    provenance = malt("show", first, "--provenance", "--repo", repo).stdout
     assert "- forget " in provenance and "forget " + first[:-4] in provenance
     assert "test-counting[sleep=0.001] (3 unit(s))" in provenance
-    assert "0 unit(s) run, 3 already stored" in run_malt("rerun", "--experiment", first, "--repo", repo).stderr
-    again = run_malt(*CV, "--param", "sleep=0.001", "--repo", repo)  # a forgotten setting asked for again: run again
+    assert "0 unit(s) run, 3 already stored" in malt("rerun", "--experiment", first, "--repo", repo).stderr
+    again = malt(*CV, "--param", "sleep=0.001", "--repo", repo)  # a forgotten setting asked for again: run again
     assert "3 unit(s) run, 0 already stored" in again.stderr
 
 
@@ -61,7 +78,7 @@ def test_forget_the_whole_experiment_sets_its_folder_aside(tmp_path):
     first, second = _two_experiments(repo)
     other = snapshot(repo / "experiments" / second)
     before = snapshot(repo / "experiments" / first)
-    done = run_malt("forget", first, "--repo", repo)
+    done = malt("forget", first, "--repo", repo)
     assert f"its folder is now {repo / 'forgotten' / first}" in done.stdout
     assert Repository(repo).experiments() == [second] and snapshot(repo / "experiments" / second) == other
     aside = snapshot(repo / "forgotten" / first)
@@ -79,9 +96,9 @@ def test_forget_refuses_what_it_cannot_find_and_changes_nothing(tmp_path):
     for args, message in ((["--algo", "mllr"], "has no setting of 'mllr'"),
                           (["--param", "sleep=0.5"], "No setting of experiment"),
                           (["--param", "nosuch=1"], "No setting of experiment")):
-        result = run_malt("forget", first, *args, "--repo", repo, check=False)
+        result = malt("forget", first, *args, "--repo", repo, check=False)
         assert result.returncode == 2 and message in result.stderr and len(result.stderr.splitlines()) == 1
-    assert run_malt("forget", "nosuch", "--repo", repo, check=False).returncode == 2
+    assert malt("forget", "nosuch", "--repo", repo, check=False).returncode == 2
     assert snapshot(repo) == before
 
 
@@ -96,7 +113,7 @@ def test_a_forget_cut_short_after_its_first_step_shows_the_right_numbers_and_fin
         writer.write_spec(dict(spec, plan=[p for p in spec["plan"] if p["display"] != "test-counting[sleep=0.001]"]))
     rs = ResultSet.from_repository(Repository(repo), [first])
     assert sorted(set(rs.frame["display"])) == ["test-counting"] and rs.completeness["done"].tolist() == [3]
-    run_malt("forget", first, "--param", "sleep=0.001", "--repo", repo)
+    malt("forget", first, "--param", "sleep=0.001", "--repo", repo)
     assert len(Repository(repo).experiment(first).read_log()[0]) == 3
     assert ResultSet.from_repository(Repository(repo), [first]).stale == 0
 
@@ -106,15 +123,15 @@ def test_an_experiment_id_prefix_is_enough_and_an_ambiguous_one_is_refused(tmp_p
     first, second = _two_experiments(repo)
     common = "synthetic-multilabel-missing-"
     assert first[:len(common)] == second[:len(common)] and first[len(common)] != second[len(common)]
-    shown = run_malt("show", first[:len(common) + 1], "--repo", repo).stdout
-    assert shown == run_malt("show", first, "--repo", repo).stdout
-    ambiguous = run_malt("show", common, "--repo", repo, check=False)
+    shown = malt("show", first[:len(common) + 1], "--repo", repo).stdout
+    assert shown == malt("show", first, "--repo", repo).stdout
+    ambiguous = malt("show", common, "--repo", repo, check=False)
     assert ambiguous.returncode == 2 and first in ambiguous.stderr and second in ambiguous.stderr
     assert "give more of the id" in ambiguous.stderr
-    assert run_malt("rerun", "--experiment", first[:len(common) + 1], "--repo", repo).returncode == 0
-    assert f"{first}: 6 unit(s) rescored" in run_malt("rescore", "--experiment", first[:len(common) + 1],
+    assert malt("rerun", "--experiment", first[:len(common) + 1], "--repo", repo).returncode == 0
+    assert f"{first}: 6 unit(s) rescored" in malt("rescore", "--experiment", first[:len(common) + 1],
                                                       "--repo", repo).stdout
-    table = run_malt("table", repo, "--experiment", second[:len(common) + 1], "--format", "csv").stdout
+    table = malt("table", repo, "--experiment", second[:len(common) + 1], "--format", "csv").stdout
     rows = table.splitlines()[1:]
     assert rows and all(row.startswith("synthetic-multilabel_missing_folds=3_missing=0.3,") for row in rows)
     assert api.load(repo, experiments=[first[:len(common) + 1]]).specs.keys() == {first}
@@ -127,19 +144,19 @@ def test_param_filters_select_one_setting_in_show_table_and_plot(tmp_path):
 
     repo = tmp_path / "repo"
     first, _ = _two_experiments(repo)
-    everything = run_malt("show", first, "--repo", repo).stdout.splitlines()[0]
+    everything = malt("show", first, "--repo", repo).stdout.splitlines()[0]
     assert "(sleep=0)" in everything and "(sleep=0.001)" in everything
-    assert len(run_malt("show", first, "--param", "sleep=0.001", "--repo", repo).stdout.splitlines()[0].split()) == 1
-    raw = pd.read_csv(io.StringIO(run_malt("show", first, "--param", "sleep=0.001", "--raw", "--format", "csv",
+    assert len(malt("show", first, "--param", "sleep=0.001", "--repo", repo).stdout.splitlines()[0].split()) == 1
+    raw = pd.read_csv(io.StringIO(malt("show", first, "--param", "sleep=0.001", "--raw", "--format", "csv",
                                            "--repo", repo).stdout))
     assert set(raw["param.sleep"]) == {0.001} and len(raw) == 3
-    both = run_malt("table", repo, "--experiment", first, "--format", "csv").stdout.splitlines()
-    one = run_malt("table", repo, "--experiment", first, "--param", "sleep=0", "--format", "csv").stdout.splitlines()
+    both = malt("table", repo, "--experiment", first, "--format", "csv").stdout.splitlines()
+    one = malt("table", repo, "--experiment", first, "--param", "sleep=0", "--format", "csv").stdout.splitlines()
     assert len(both) == 3 and len(one) == 2
     out = tmp_path / "figures"
-    run_malt("plot", repo, "--param", "sleep=0.001", "--experiment", first, "--out", out, "--format", "png")
+    malt("plot", repo, "--param", "sleep=0.001", "--experiment", first, "--out", out, "--format", "png")
     assert list(out.glob("*.png"))
-    refused = run_malt("show", first, "--param", "sleep=7", "--repo", repo, check=False)
+    refused = malt("show", first, "--param", "sleep=7", "--repo", repo, check=False)
     assert refused.returncode == 2 and "No stored unit matches sleep=7" in refused.stderr
 
 
@@ -148,28 +165,28 @@ def test_repetitions_are_per_setting(tmp_path):
     baseline stays complete (not "1/3 runs"), and rerun does not repeat it."""
     repo = tmp_path / "repo"
     args = ["--dataset", "synthetic-cca", "--task", "recovery", "--quiet", "--repo", repo]
-    exp = run_malt("cv", "--algo", "cca", "--repeats", "1", *args).stdout.strip()
-    assert run_malt("cv", "--algo", "icca", "--repeats", "3", "--param", "max_sweeps=20", "--param", "min_sweeps=10",
+    exp = malt("cv", "--algo", "cca", "--repeats", "1", *args).stdout.strip()
+    assert malt("cv", "--algo", "icca", "--repeats", "3", "--param", "max_sweeps=20", "--param", "min_sweeps=10",
                     "--param", "check_every=10", *args).stdout.strip() == exp
-    shown = run_malt("show", exp, "--repo", repo)
+    shown = malt("show", exp, "--repo", repo)
     assert "folds" not in shown.stdout and "fewer finished folds" not in shown.stderr
     planned = ResultSet.from_repository(Repository(repo)).completeness.set_index("algorithm")["planned"].to_dict()
     assert planned == {"cca": 1, "icca": 3}
-    assert "0 unit(s) run, 4 already stored" in run_malt("rerun", "--repo", repo).stderr
+    assert "0 unit(s) run, 4 already stored" in malt("rerun", "--repo", repo).stderr
 
 
 def test_a_failed_unit_keeps_its_traceback_bounded(tmp_path):
     repo = tmp_path / "repo"
-    result = run_malt(*CV, "--param", "fail_fold=1", "--param", "fail_bytes=100000", "--repo", repo, check=False)
+    result = malt(*CV, "--param", "fail_fold=1", "--param", "fail_bytes=100000", "--repo", repo, check=False)
     assert result.returncode == 1
     exp = result.stdout.strip()
-    shown = run_malt("show", exp, "--failed", "--traceback", "--repo", repo).stdout
+    shown = malt("show", exp, "--failed", "--traceback", "--repo", repo).stdout
     assert shown.startswith("--- test-counting[fail_bytes=100000,fail_fold=1] fold 1: RuntimeError: planned failure")
     assert "Traceback (most recent call last):" in shown and 'raise RuntimeError("planned failure"' in shown
     assert "characters left out" in shown
     record = next(r for r in Repository(repo).experiment(exp).read_log()[0].values() if r["status"] == "failed")
     assert len(record["traceback"]) <= engine.TRACEBACK_CHARS + 100 and len(record["error"]) <= 2000
-    as_json = json.loads(run_malt("show", exp, "--failed", "--traceback", "--format", "json", "--repo", repo).stdout)
+    as_json = json.loads(malt("show", exp, "--failed", "--traceback", "--format", "json", "--repo", repo).stdout)
     assert as_json[0]["traceback"] == record["traceback"]
 
 
