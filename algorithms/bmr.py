@@ -19,8 +19,8 @@ and unknown (u) blocks have the closed-form fixed point δ = Σ [m ⊙ (y − g(
 (m = known mask); for ``bohning`` the unknown entries' quadratic terms are majorised at the current
 mean so the joint update stays exact (each iteration raises the bound), and for ``jj`` they are
 solved by majorised (MM) sweeps. Prediction is the matrix product W x (4.11); labels are decided by
-the sign rule (4.12) or, by default, by one threshold chosen on the training rows
-(`calibrated_offset`; `cardinality_offset` as an option).
+the shared thresholds (`malt.numerics.decisions`) learned on out-of-fold predictions of the training rows,
+the sign rule (4.12) being the natural cut.
 
 A matrix-normal prior W ~ MN(0, Σ, I/ridge) keeps the normal equations (4.7) well posed:
 W = (Σ_n μ̂_n x_nᵀ)(Σ_n x_n x_nᵀ + ridge·I)⁻¹. That prior's normaliser makes the bound unbounded as
@@ -37,7 +37,8 @@ from scipy.special import expit
 from malt.numerics import linalg
 from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.errors import DataError
-from malt.params import Interval, Options, Params, When, param
+from malt.numerics.decisions import AUTO_FOLDS, ThresholdParams, decided, learned, out_of_fold
+from malt.params import Interval, Options, When, param
 from malt.registry import Algorithm, register
 from malt.splits import MissingSplit, Prediction
 
@@ -303,29 +304,6 @@ def fit_bmr(X, Y, *, bound: str = "bohning", iterations: int = 200, tol: float =
     return BMRModel(W=W_full, Sigma=Sigma, mean=mean, std=std, mu=mu, bound=trace, iterations=it)
 
 
-def cardinality_offset(eta: np.ndarray, Y: np.ndarray) -> float:
-    """The decision threshold t on η (one for all labels) under which the training rows get as many
-    predicted labels as they have relevant ones: #{known (n, l) : η_nl > t} = #{known (n, l) : y_nl = 1}.
-
-    η are the training rows' predictions W x (4.11), the same predictor test rows get (not the
-    variational means, which have seen the labels). Yang 2001's proportional cut, one offset for all
-    labels so rare labels do not get a threshold fitted to a handful of rows. It favours F1 over
-    Hamming loss: on CAL500 (26 of 174 labels per row) micro-F1 0.47 against 0.40 for
-    `calibrated_offset`, Hamming loss 0.157 against 0.135 (predicting nothing: 0.149). Cost O(nL log nL).
-    """
-    Y = np.asarray(Y, dtype=float)
-    known = ~np.isnan(Y)
-    s = np.sort(eta[known])[::-1]
-    k = int(np.sum(Y[known] > 0))
-    if s.size == 0:
-        return 0.0
-    if k == 0:
-        return float(s[0] + 1.0)
-    if k >= s.size:
-        return float(s[-1] - 1.0)
-    return float(0.5 * (s[k - 1] + s[k]))
-
-
 def calibrated_offset(eta: np.ndarray, Y: np.ndarray, C: float = 1e4) -> float:
     """The decision threshold t on η (one for all labels) where a calibration map fit on the training
     rows gives probability ½: P(y = 1 | η) = σ(a η + b) by (barely regularised) logistic regression
@@ -356,7 +334,7 @@ def calibration_map(eta: np.ndarray, Y: np.ndarray, C: float = 1e4) -> tuple[flo
 
 
 @dataclass(frozen=True, kw_only=True)
-class BMRParams(Params):
+class BMRParams(ThresholdParams):
     bound: str = param("bohning", "bound on the log-partition: 'bohning' (fixed-curvature quadratic, monotone EM), 'jj' "
                        "(Jaakkola-Jordan, adaptive curvature, monotone EM) or "
                        "'taylor' (the thesis's first-order updates 4.5-4.8, stopped early)",
@@ -364,18 +342,16 @@ class BMRParams(Params):
     iterations: int | None = param(None, "EM sweeps: the cap for 'bohning'/'jj' (default 200), the exact "
                                    "count for 'taylor' (default 5)", Interval(1, None))
     tol: float = param(1e-3, "stop 'bohning'/'jj' when the bound rises by less than this per known label entry",
-                       Interval(0, None), active_when=When(bound=Options("bohning", "jj")))
+                       Interval(0, None),
+                       active_when=When(bound=Options("bohning", "jj")))
     ridge: float = param(1.0, "ridge on Σ x xᵀ in (4.7) (matrix-normal prior precision on W)",
                          Interval(0, None, "neither"))
     sweeps: int = param(3, "MM sweeps of the coupled known/unknown label updates (4.9-4.10) per iteration ('jj')",
-                        Interval(1, None), active_when=When(bound="jj"))
+                        Interval(1, None),
+                        active_when=When(bound="jj"))
     psi: float = param(1.0, "scale ψ of the inverse-Wishart IW(ψ I, L + 1) prior on Σ ('bohning', 'jj'); keeps the "
-                       "bound bounded", Interval(0, None, "neither"), active_when=When(bound=Options("bohning", "jj")))
-    decision: str = param("calibrated", "label decisions: 'calibrated' (one threshold on W x where a logistic calibration "
-                          "map fit on the training rows reaches ½), 'cardinality' (one threshold giving the training rows "
-                          "as many predicted labels as relevant ones: higher F1, higher Hamming loss) or 'sign' (η > 0, "
-                          "the thesis's rule 4.12)", Options("calibrated", "cardinality", "sign"),
-                          active_when=When(task="multilabel"))
+                       "bound bounded", Interval(0, None, "neither"),
+                       active_when=When(bound=Options("bohning", "jj")))
 
 
 @register
@@ -385,7 +361,8 @@ class BMR(Algorithm):
     name = "bmr"
     tasks = frozenset({"multilabel", "missing"})
     Params = BMRParams
-    version = "5"  # constant features left out of the fit (4); calibrated decisions by default (5)
+    version = "6"  # constant features left out of the fit (4); calibrated decisions by default (5); shared
+    #                thresholds learned on out-of-fold predictions, p ≥ n training rows handled (6)
     preload = ("scipy.linalg", "sklearn.linear_model")
     blas_threads: ClassVar[int | None] = 1
     """BLAS threads a run uses (None: the unit's setting). Each EM iteration alternates thin products
@@ -403,27 +380,32 @@ class BMR(Algorithm):
                     psi=params.psi)
 
     def fit_model(self, split, params, ctx):
-        """The inductive half of `run` on a multilabel split: the fitted model and its decision
-        threshold from the training rows (what `malt.estimators.BMRClassifier.fit` keeps)."""
-        model = fit_bmr(split.X_train, split.Y_train, **self._fit_options(params))
-        slope, offset = 1.0, 0.0
-        if params.decision == "calibrated":
-            slope, offset = calibration_map(model.predict(split.X_train), split.Y_train)
-        elif params.decision == "cardinality":
-            offset = cardinality_offset(model.predict(split.X_train), split.Y_train)
-        return model, slope, offset
+        """The inductive half of `run` on a multilabel split: the fitted model, the decisions learned on
+        out-of-fold predictions W x of the training rows (3 inner refits; `malt.numerics.decisions`, natural cut
+        η > 0, the thesis's rule 4.12) and the calibration map σ(a (η − t)) fit on those predictions
+        (what `malt.estimators.BMRClassifier.fit` keeps)."""
+        options = self._fit_options(params)
+        model = fit_bmr(split.X_train, split.Y_train, **options)
+        X, Y = split.X_train, np.asarray(split.Y_train, dtype=float)
+        oof = None
+        if params.threshold != "natural":
+            oof = out_of_fold(lambda tr, va: fit_bmr(X[tr], Y[tr], **options).predict(X[va]), Y, AUTO_FOLDS,
+                              ctx.rng)
+        decisions = learned(params.threshold, Y, 0.0, ctx.rng, oof)
+        slope, offset = calibration_map(model.predict(X) if oof is None else oof, Y)
+        return model, slope, offset, decisions
 
     def predict_model(self, fitted, split, params, ctx) -> Prediction:
-        """Scores η = W x, decisions η > t, and in ``extras['probabilities']`` σ(a (η − t)), the
-        calibration map's probabilities (σ(η) for the sign rule), which exceed ½ exactly where a label
-        is predicted."""
-        model, slope, offset = fitted
+        """Scores η = W x, the shared decisions, and in ``extras['probabilities']`` σ(a (η − t_j)): the
+        calibration map's slope a around each label's Hamming-family threshold t_j (the map's own ½
+        point for the rank cut), so a probability exceeds ½ exactly where the label is predicted."""
+        model, slope, offset, decisions = fitted
         eta = model.predict(split.X_test)
-        probabilities = 1.0 / (1.0 + np.exp(-np.clip(slope * (eta - offset), -500, 500)))
-        return Prediction(scores=eta, labels=(eta > offset).astype(float), extras={"probabilities": probabilities},
-                          diagnostics={"decision_offset": offset, "iterations": model.iterations,
-                                       "trace_sigma": float(np.trace(model.Sigma)),
-                                       "bound": [round(b, 6) for b in model.bound]})
+        cut = decisions.hamming.thresholds[None, :] if decisions.hamming.rule != "rcut" else offset
+        probabilities = 1.0 / (1.0 + np.exp(-np.clip(slope * (eta - cut), -500, 500)))
+        return decided(eta, decisions, {"iterations": model.iterations, "trace_sigma": float(np.trace(model.Sigma)),
+                                        "bound": [round(b, 6) for b in model.bound]},
+                       extras={"probabilities": probabilities})
 
     def run(self, split, params, ctx):
         if not isinstance(split, MissingSplit):

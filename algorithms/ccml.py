@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from malt.numerics.decisions import decided, learned
 from malt.params import Options, Interval, param
 from malt.registry import Algorithm, register
-from malt.splits import Prediction
 
 from .baselines import MultilabelCVParams, train_test_features, log_loss, select_on_path, single_threaded_blas
 
@@ -45,8 +45,11 @@ def classifier_chain(X_train, Y_train, X_test, order, make_model):
 class CCMLParams(MultilabelCVParams):
     C_grid: tuple[float, ...] = param((0.01, 0.1, 1.0, 10.0), "candidates for C (select=inner-cv)",
                                       Interval(0, None, "neither"))
-    order: str = param("random", "chain order: 'random' (from the run's seed) or 'given' (label order)",
-                       Options("random", "given"))
+    order: str = param("frequency", "chain order: 'frequency' (most frequent training label first, rarest last: no "
+                       "seed in the model; with 'random' two unit seeds moved micro-F1 on emotions' given split by 2.2 "
+                       "points, more than its 5-fold CV std of 2.0), 'random' (from the run's seed, Read et al. 2009) "
+                       "or 'given' (label order)",
+                       Options("frequency", "random", "given"))
 
 
 @register
@@ -56,7 +59,9 @@ class CCML(Algorithm):
     name = "ccml"
     tasks = frozenset({"multilabel"})
     Params = CCMLParams
-    version = "2"  # C chosen by inner CV by default
+    version = "4"  # C chosen by inner CV by default (2); stratified repeated inner CV, one-SE rule, shared
+    #                thresholds (3: the chain still feeds its own ½-cut decisions to later links); chain order by
+    #                label frequency (4)
     preload = ("sklearn.linear_model",)
 
     def run(self, split, params, ctx):
@@ -66,18 +71,25 @@ class CCML(Algorithm):
         X_tr, X_te = train_test_features(split, True)
         Y = np.asarray(split.Y_train, dtype=float)
         L = Y.shape[1]
-        order = ctx.rng.permutation(L) if params.order == "random" else np.arange(L)
+        if params.order == "random":
+            order = ctx.rng.permutation(L)
+        elif params.order == "frequency":
+            order = np.argsort(-np.nansum(Y, axis=0), kind="stable")
+        else:
+            order = np.arange(L)
 
         def chain(X_fit, Y_fit, X_pred, C):
             return classifier_chain(X_fit, Y_fit, X_pred, order, lambda: LogisticRegression(C=C, max_iter=1000))
 
-        diagnostics = {}
+        diagnostics, oof = {}, None
         with warnings.catch_warnings(), single_threaded_blas():
             warnings.simplefilter("ignore", ConvergenceWarning)
             if params.select == "inner-cv":
                 choice = select_on_path(
                     params, {"C": params.C_grid}, lambda tr, va: np.stack([chain(X_tr[tr], Y[tr], X_tr[va], C)[0] for C in params.C_grid]),
                     Y, ctx.rng, log_loss, progress=lambda f: ctx.progress(f, "inner CV over C"))
-                params, diagnostics = choice.best, choice.diagnostics()
-            scores, labels = chain(X_tr, Y, X_te, params.C)
-        return Prediction(scores=scores, labels=labels.astype(float), diagnostics=diagnostics)
+                params, diagnostics, oof = choice.best, choice.diagnostics(), choice.out_of_fold
+            decisions = learned(params.threshold, Y, 0.5, ctx.rng, oof, folds=params.inner_folds,
+                                fit_predict=lambda tr, va: chain(X_tr[tr], Y[tr], X_tr[va], params.C)[0])
+            scores, _ = chain(X_tr, Y, X_te, params.C)
+        return decided(scores, decisions, diagnostics)

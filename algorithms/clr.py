@@ -4,7 +4,9 @@ Ranking by pairwise comparison: for every pair of labels i < j one binary model 
 training rows where exactly one of the two is relevant, whether i is preferred to j. A virtual
 calibration label v separates relevant from irrelevant labels: "i ≻ v" is learnt from every row
 (i relevant ⇔ i ≻ v), i.e. the binary-relevance model of label i. A test row's labels are scored by
-their votes, the virtual label by its own, and the labels that beat the virtual label are predicted:
+their votes, the virtual label by its own, and the labels that beat the virtual label are predicted
+(the natural cut, score > 0, of the shared thresholds `malt.numerics.decisions`, which by default learn the cut
+from CLR refit on 3 inner folds of the training rows):
 
     votes_i = Σ_{j≠i} P(i ≻ j) + P(i ≻ v),     votes_v = Σ_i (1 − P(i ≻ v)),
     score_i = votes_i − votes_v,               predict i  ⇔  score_i > 0.
@@ -35,6 +37,7 @@ from typing import Callable
 
 import numpy as np
 
+from malt.numerics.decisions import decide_by_refits
 from malt.params import Interval, Options, When, param
 from malt.registry import Algorithm, register
 from malt.numerics.selection import candidates
@@ -117,11 +120,18 @@ class CLRParams(MultilabelCVParams):
                          "'logistic' (L2 logistic regression)", Options("svm", "logistic"))
     C_grid: tuple[float, ...] = param((1.0, 3.0, 10.0), "candidates for C (select=inner-cv)", Interval(0, None, "neither"))
     gamma_scale: float = param(1.0, "RBF width γ of the SVMs as a multiple of 1 / (d · var(X)) (scikit-learn's 'scale')",
-                               Interval(0, None, "neither"), active_when=When(learner="svm"))
+                               Interval(0, None, "neither"),
+                               active_when=When(learner="svm"))
     gamma_scale_grid: tuple[float, ...] = param((0.5, 1.0, 2.0), "candidates for gamma_scale (select=inner-cv, "
-                                                "learner=svm)", Interval(0, None, "neither"), active_when=When(learner="svm"))
+                                                "learner=svm)", Interval(0, None, "neither"),
+                                                active_when=When(learner="svm"))
     voting: str = param("soft", "'soft': add the pairwise probabilities (weighted voting); 'hard': count comparisons won",
                         Options("soft", "hard"))
+
+    @classmethod
+    def implied_condition(cls, name: str) -> When | None:
+        """inner_folds with select='inner-cv' only: its thresholds come from `decide_by_refits`' own folds."""
+        return When(select="inner-cv") if name == "inner_folds" else super().implied_condition(name)
 
 
 @register
@@ -131,11 +141,16 @@ class CLR(Algorithm):
     name = "clr"
     tasks = frozenset({"multilabel"})
     Params = CLRParams
-    version = "4"  # RBF SVMs with Platt probabilities (2), C and γ by inner CV (3), Platt scaling by
+    version = "5"  # RBF SVMs with Platt probabilities (2), C and γ by inner CV (3), Platt scaling by
+    #                stratified out-of-fold decision values (4; SVC(probability=True) is deprecated); stratified
+    #                repeated inner CV, one-SE rule, shared thresholds learned on 3 inner refits (5)
     preload = ("sklearn.svm", "sklearn.calibration", "sklearn.linear_model")
-    #                stratified out-of-fold decision values (4; SVC(probability=True) is deprecated)
 
     def run(self, split, params, ctx):
+        return decide_by_refits(self.fit_predict, split, params, ctx, 0.0)
+
+    def fit_predict(self, split, params, ctx):
+        """CLR on one split: C and γ by inner CV, then the pairwise and calibration models."""
         from sklearn.exceptions import ConvergenceWarning
         from sklearn.linear_model import LogisticRegression
 
@@ -145,9 +160,8 @@ class CLR(Algorithm):
         if params.select == "inner-cv":
             progress = lambda f: ctx.progress(f, "inner CV of the calibration models")  # noqa: E731
             if params.learner == "svm":
-                grids = {"C": params.C_grid, "gamma_scale": params.gamma_scale_grid}
-                options = candidates(params, grids)
-                choice = select_on_path(params, grids, lambda tr, va: svm_candidate_margins(
+                options = candidates(params, {"C": params.C_grid, "gamma_scale": params.gamma_scale_grid})
+                choice = select_on_path(params, options, lambda tr, va: svm_candidate_margins(
                     X_tr[tr], Y[tr], X_tr[va], options), Y, ctx.rng, hinge_loss, progress)
             else:
                 choice = select_on_path(params, {"C": params.C_grid}, lambda tr, va: logistic_path(

@@ -3,9 +3,10 @@
 m classifier chains of logistic regressions (``ccml.classifier_chain``: the same links, the same
 handling of unknown training labels), each with its own random label order and, with ``bootstrap``,
 its own bootstrap sample of the training rows ("a random subset of D"). The ensemble's score for a
-label is the mean of the chains' probabilities; a label is predicted when that mean reaches ½ (the
-vote threshold of scikit-learn's ECC example). The chains' C is chosen like CCML's (`ccml`): 3-fold
-inner CV of one chain (the first order) on the training rows, held-out log-loss.
+label is the mean of the chains' probabilities; a label is decided by the shared thresholds (`malt.numerics.decisions`; ½, the vote threshold of
+scikit-learn's ECC example, is the natural cut), learned on the out-of-fold scores of the inner CV's
+chain. The chains' C is chosen like CCML's (`ccml`): 3-fold inner CV of one chain (the first order) on
+the training rows, held-out log-loss.
 Cost: m × L logistic regressions on ≤ d + L features, plus |C_grid| × 3 chains for the choice.
 """
 from __future__ import annotations
@@ -15,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from malt.numerics.decisions import decided, learned
 from malt.params import Interval, param
 from malt.registry import Algorithm, register
-from malt.splits import Prediction
 
 from .baselines import MultilabelCVParams, train_test_features, log_loss, select_on_path, single_threaded_blas
 from .ccml import classifier_chain
@@ -53,7 +54,8 @@ class ECC(Algorithm):
     name = "ecc"
     tasks = frozenset({"multilabel"})
     Params = ECCParams
-    version = "2"  # C chosen by inner CV by default
+    version = "3"  # C chosen by inner CV by default (2); stratified repeated inner CV, one-SE rule, shared
+    #                thresholds learned on the inner CV's out-of-fold scores of one chain (3)
     preload = ("sklearn.linear_model",)
 
     def run(self, split, params, ctx):
@@ -65,7 +67,7 @@ class ECC(Algorithm):
         n, L = Y.shape
         orders = [ctx.rng.permutation(L) for _ in range(params.chains)]
         rows = [ctx.rng.integers(0, n, n) for _ in range(params.chains)] if params.bootstrap else None
-        diagnostics = {}
+        diagnostics, oof = {}, None
         with warnings.catch_warnings(), single_threaded_blas():
             warnings.simplefilter("ignore", ConvergenceWarning)
             if params.select == "inner-cv":
@@ -75,7 +77,13 @@ class ECC(Algorithm):
                                      for C in params.C_grid])
                 choice = select_on_path(params, {"C": params.C_grid}, one_chain, Y, ctx.rng, log_loss,
                                         progress=lambda f: ctx.progress(f, "inner CV over C"))
-                params, diagnostics = choice.best, choice.diagnostics()
-            scores = chain_ensemble(X_tr, Y, X_te, orders,
-                                    lambda: LogisticRegression(C=params.C, max_iter=1000), rows)
-        return Prediction(scores=scores, labels=(scores >= 0.5).astype(float), diagnostics=diagnostics)
+                params, diagnostics, oof = choice.best, choice.diagnostics(), choice.out_of_fold
+
+            def ensemble(X_fit, Y_fit, X_pred, boot):
+                return chain_ensemble(X_fit, Y_fit, X_pred, orders,
+                                      lambda: LogisticRegression(C=params.C, max_iter=1000), boot)
+
+            decisions = learned(params.threshold, Y, 0.5, ctx.rng, oof, folds=params.inner_folds,
+                                fit_predict=lambda tr, va: ensemble(X_tr[tr], Y[tr], X_tr[va], None))
+            scores = ensemble(X_tr, Y, X_te, rows)
+        return decided(scores, decisions, diagnostics)

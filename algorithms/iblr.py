@@ -11,13 +11,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from malt.numerics.decisions import decided, learned
 from malt.params import Interval, param
 from malt.registry import Algorithm, register
 from malt.splits import Prediction
 
 from .baselines import (MultilabelCVParams, train_test_features, fit_logistic, log_loss, logistic_path, predict_logistic,
                         select_on_path)
-from .mlknn import positions
+from .mlknn import neighbour_count, positions
 
 
 def neighbour_label_rates(Y: np.ndarray, neighbours: np.ndarray) -> np.ndarray:
@@ -32,7 +33,7 @@ def neighbour_label_rates(Y: np.ndarray, neighbours: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, kw_only=True)
 class IBLRParams(MultilabelCVParams):
-    k: int = param(10, "number of neighbours", Interval(1, None))
+    k: int = param(10, "number of neighbours (at most the training rows − 1)", Interval(1, None))
     C_grid: tuple[float, ...] = param((0.1, 1.0, 10.0, 100.0, 1000.0), "candidates for C (select=inner-cv)",
                                       Interval(0, None, "neither"))
     features: bool = param(False, "also use the standardised features (IBLR-ML+)")
@@ -52,35 +53,40 @@ class IBLR(Algorithm):
     name = "iblr"
     tasks = frozenset({"multilabel"})
     Params = IBLRParams
-    version = "3"  # v2: C chosen by inner CV by default; v3: neighbours in features scaled with the training
-    #                rows' statistics (before: all rows)
+    version = "4"  # v2: C chosen by inner CV by default; v3: neighbours in features scaled with the training
+    #                rows' statistics (before: all rows); v4: stratified repeated inner CV, one-SE rule, shared
+    #                thresholds, k capped at the training rows − 1
     preload = ("sklearn.linear_model", "sklearn.neighbors")
 
     def fit_model(self, split, params, ctx):
         """Training half: the training rows' neighbour label rates, C by inner CV, one logistic
-        regression per label. Cost: kNN among n training rows, then (inner folds × |C_grid| + 1) × L fits."""
+        regression per label, the shared thresholds from the inner CV's out-of-fold scores. Cost: kNN
+        among n training rows, then (inner folds × |C_grid| + 1) × L fits."""
         tr = np.asarray(split.train_index)
-        nb_tr, _ = ctx.knn(params.k, query=tr, among=tr)
+        k = neighbour_count(params.k, len(tr), self.name)
+        nb_tr, _ = ctx.knn(k, query=tr, among=tr)
         Y = np.asarray(split.Y_train, dtype=float)
         Z_tr = neighbour_label_rates(Y, positions(tr, nb_tr))
         if params.features:
             Z_tr = np.hstack([Z_tr, train_test_features(split, True)[0]])
-        diagnostics = {}
+        diagnostics, oof = {"k": k}, None
         if params.select == "inner-cv":
             choice = select_on_path(params, {"C": params.C_grid},
                                     lambda t, v: logistic_path(Z_tr[t], Y[t], Z_tr[v], params.C_grid),
                                     Y, ctx.rng, log_loss, progress=lambda f: ctx.progress(f, "inner CV over C"))
-            params, diagnostics = choice.best, choice.diagnostics()
-        return tr, Y, fit_logistic(Z_tr, Y, params.C), diagnostics
+            params, oof = choice.best, choice.out_of_fold
+            diagnostics.update(choice.diagnostics())
+        decisions = learned(params.threshold, Y, 0.5, ctx.rng, oof, folds=params.inner_folds,
+                            fit_predict=lambda t, v: logistic_path(Z_tr[t], Y[t], Z_tr[v], (params.C,))[0])
+        return tr, Y, k, fit_logistic(Z_tr, Y, params.C), decisions, diagnostics
 
     def predict_model(self, fitted, split, params, ctx) -> Prediction:
-        tr, Y, models, diagnostics = fitted
-        nb_te, _ = ctx.knn(params.k, query=np.asarray(split.test_index), among=tr, exclude_self=False)
+        tr, Y, k, models, decisions, diagnostics = fitted
+        nb_te, _ = ctx.knn(k, query=np.asarray(split.test_index), among=tr, exclude_self=False)
         Z_te = neighbour_label_rates(Y, positions(tr, nb_te))
         if params.features:
             Z_te = np.hstack([Z_te, train_test_features(split, True)[1]])
-        P = predict_logistic(models, Z_te)
-        return Prediction(scores=P, labels=(P > 0.5).astype(float), diagnostics=dict(diagnostics))
+        return decided(predict_logistic(models, Z_te), decisions, dict(diagnostics))
 
     def run(self, split, params, ctx):
         return self.fit_then_predict(split, params, ctx)

@@ -23,9 +23,10 @@ import numpy as np
 from malt.numerics import linalg
 from malt.algorithms.subspace_svm import label_svms, micro_f1_known
 from malt.errors import DataError
-from malt.params import Interval, Options, Params, When, param
+from malt.params import Interval, Options, When, param
 from malt.registry import Algorithm, register
-from malt.splits import Prediction, RecoverySplit
+from malt.numerics.decisions import NaturalThresholdParams, decide_by_refits
+from malt.splits import MultilabelSplit, Prediction, RecoverySplit
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,7 +327,7 @@ def run_icca(A, missing, *, alpha, rng, max_sweeps=1000, min_sweeps=200, check_e
 # Registered algorithm
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
-class ICCAParams(Params):
+class ICCAParams(NaturalThresholdParams):
     semi_supervised: bool = param(False, "Model-2: test rows join the chain with their labels imputed "
                                   "(§4.2); false = Model-1, training rows only (§4.1)",
                                   active_when=When(task="multilabel"))
@@ -374,6 +375,11 @@ class ICCA(Algorithm):
     version = "2"
 
     def run(self, split, params, ctx):
+        if isinstance(split, MultilabelSplit):
+            return decide_by_refits(self.fit_predict, split, params, ctx, 0.0)
+        return self.fit_predict(split, params, ctx)
+
+    def fit_predict(self, split, params, ctx):
         import time
 
         if params.min_sweeps > params.max_sweeps:

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from malt.params import Interval, Params, param
+from malt.errors import DataError
+from malt.numerics.decisions import ThresholdParams, decided, learned
+from malt.params import Interval, param
 from malt.registry import Algorithm, register
 from malt.splits import Prediction
 
@@ -70,6 +72,14 @@ def posteriors_from_tables(Y: np.ndarray, test_neighbours: np.ndarray, k: int, t
     return p1 / (p1 + p0)
 
 
+def neighbour_count(k: int, n_train: int, name: str) -> int:
+    """k capped at the n_train − 1 other training rows (a fold smaller than k neighbours still runs);
+    DataError with fewer than two training rows."""
+    if n_train < 2:
+        raise DataError(f"{name}: the training part has {n_train} row(s); neighbours need at least 2")
+    return min(int(k), n_train - 1)
+
+
 def positions(train_index: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Positions in ``train_index`` of the dataset rows ``rows``."""
     order = np.argsort(train_index)
@@ -77,33 +87,42 @@ def positions(train_index: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True, kw_only=True)
-class MLkNNParams(Params):
-    k: int = param(10, "number of neighbours", Interval(1, None))
+class MLkNNParams(ThresholdParams):
+    k: int = param(10, "number of neighbours (at most the training rows − 1)", Interval(1, None))
     s: float = param(1.0, "Laplace smoothing of priors and count likelihoods", Interval(0, None, "neither"))
 
 
 @register
 class MLkNN(Algorithm):
-    """ML-kNN: Bayes rule on neighbour label counts (Zhang & Zhou 2007)."""
+    """ML-kNN: Bayes rule on neighbour label counts (Zhang & Zhou 2007).
+
+    Decisions by the shared thresholds (`malt.numerics.decisions`; the posterior's ½ is the natural cut),
+    learned on the training rows' leave-one-out posteriors: each row's own neighbours exclude it (the
+    count tables are those of all training rows, as ML-kNN's own training step computes them)."""
 
     name = "mlknn"
     tasks = frozenset({"multilabel"})
     Params = MLkNNParams
-    version = "2"  # neighbours in features scaled with the training rows' statistics (v1: all rows)
+    version = "3"  # neighbours in features scaled with the training rows' statistics (2); shared thresholds,
+    #                k capped at the training rows − 1 (3)
     preload = ("sklearn.neighbors",)
 
     def fit_model(self, split, params, ctx):
-        """The inductive half of `run`: the training rows' neighbour statistics (Zhang & Zhou, Fig. 1)."""
+        """The inductive half of `run`: the training rows' neighbour statistics (Zhang & Zhou, Fig. 1)
+        and the decisions learned on their leave-one-out posteriors."""
         tr = np.asarray(split.train_index)
-        nb_tr, _ = ctx.knn(params.k, query=tr, among=tr)
+        k = neighbour_count(params.k, len(tr), self.name)
+        nb_tr, _ = ctx.knn(k, query=tr, among=tr)
         Y = np.asarray(split.Y_train, dtype=float)
-        return tr, Y, mlknn_tables(Y, positions(tr, nb_tr), params.k, params.s)
+        tables = mlknn_tables(Y, positions(tr, nb_tr), k, params.s)
+        oof = posteriors_from_tables(Y, positions(tr, nb_tr), k, tables)
+        return tr, Y, k, tables, learned(params.threshold, Y, 0.5, ctx.rng, oof)
 
     def predict_model(self, fitted, split, params, ctx) -> Prediction:
-        tr, Y, tables = fitted
-        nb_te, _ = ctx.knn(params.k, query=np.asarray(split.test_index), among=tr, exclude_self=False)
-        P = posteriors_from_tables(Y, positions(tr, nb_te), params.k, tables)
-        return Prediction(scores=P, labels=(P >= 0.5).astype(float))
+        tr, Y, k, tables, decisions = fitted
+        nb_te, _ = ctx.knn(k, query=np.asarray(split.test_index), among=tr, exclude_self=False)
+        P = posteriors_from_tables(Y, positions(tr, nb_te), k, tables)
+        return decided(P, decisions, {"k": k})
 
     def run(self, split, params, ctx):
         return self.fit_then_predict(split, params, ctx)

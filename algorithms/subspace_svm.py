@@ -16,9 +16,10 @@ import numpy as np
 from malt.numerics import linalg
 from malt.errors import DataError
 from malt.params import Interval, Options, When, param
+from malt.numerics.decisions import NaturalThresholdParams, decide_by_refits
 from malt.registry import Algorithm, register
 from malt.numerics.selection import InnerCVParams, candidates, inner_fold_ids, select
-from malt.splits import Prediction, RecoverySplit
+from malt.splits import MultilabelSplit, Prediction, RecoverySplit
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,7 +137,7 @@ def _standardised(split):
 
 
 @dataclass(frozen=True, kw_only=True)
-class PCASVMParams(InnerCVParams):
+class PCASVMParams(InnerCVParams, NaturalThresholdParams):
     select: str = param("inner-cv", "'inner-cv': K by inner cross-validation over k_grid on the training rows; "
                         "'none': K = k", Options("none", "inner-cv"))
     inner_folds: int = param(3, "folds of the inner cross-validation", Interval(2, None))
@@ -158,6 +159,11 @@ class PCASVM(Algorithm):
     version = "2"
 
     def run(self, split, params, ctx):
+        if isinstance(split, MultilabelSplit):
+            return decide_by_refits(self.fit_predict, split, params, ctx, 0.0)
+        return self.fit_predict(split, params, ctx)
+
+    def fit_predict(self, split, params, ctx):
         Xtr, Xte = _standardised(split)
         Ytr = np.asarray(split.Y_train, float)
 
@@ -170,7 +176,7 @@ class PCASVM(Algorithm):
 
 
 @dataclass(frozen=True, kw_only=True)
-class CCASVMParams(InnerCVParams):
+class CCASVMParams(InnerCVParams, NaturalThresholdParams):
     select: str = param("inner-cv", "'inner-cv': K by inner cross-validation over k_grid on the training rows; "
                         "'none': K = k (multilabel task; the recovery task keeps Bartlett's significant K)",
                         Options("none", "inner-cv"), active_when=When(task="multilabel"))
@@ -193,6 +199,11 @@ class CCASVM(Algorithm):
     version = "2"
 
     def run(self, split, params, ctx):
+        if isinstance(split, MultilabelSplit):
+            return decide_by_refits(self.fit_predict, split, params, ctx, 0.0)
+        return self.fit_predict(split, params, ctx)
+
+    def fit_predict(self, split, params, ctx):
         if isinstance(split, RecoverySplit):
             return self.recover(split, params)
         Xtr, Xte = _standardised(split)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
+
 from malt.datasets.catalogue import DataRoots, catalogue, describe_entry, resolve
 from malt.datasets.dataset import Dataset, check_labels
 from malt.errors import DataError, unknown_name
@@ -77,6 +79,55 @@ def load_file(path: Path, labels: str | None = None, name: str | None = None, im
         from malt.datasets.delimited import load_delimited
 
         dataset = load_delimited(path, name=name, labels=labels, impute=impute, header=header)
+    check_labels(dataset)
+    return dataset
+
+
+def load_file_pair(train: Path, test: Path, labels: str | None = None, name: str | None = None,
+                   impute: str = "none") -> Dataset:
+    """A train file and a test file (MULAN's ``name-train.arff`` / ``name-test.arff``, or two CSVs with
+    the same columns) as one dataset whose first rows are the training file's: ``meta['given_train']``
+    records the split, so ``--split given`` reproduces the file pair's protocol. Every label needs a
+    positive and a negative example in the two files together; one that has none among the training
+    rows is accepted (normal for rare labels: it is never predicted, and its test positives count as
+    misses). ``impute='mean'`` fills missing feature values with column means over both files."""
+    train, test = Path(train), Path(test)
+    for path in (train, test):
+        if not path.exists():
+            raise DataError(f"File not found: {path}")
+    name = name if name is not None else name_from_path(train)
+    arff = ".arff" in train.name.lower()
+    if arff != (".arff" in test.name.lower()):
+        raise DataError(f"{train} and {test} must both be ARFF or both delimited text files.")
+    if arff and labels is not None and not labels.strip().isdigit() and Path(labels).exists():
+        from malt.datasets.mulan import load_mulan
+
+        dataset = load_mulan(name, [train, test], Path(labels), impute=impute)
+    else:
+        parts = []
+        for path in (train, test):
+            if arff:
+                parts.append(_load_arff(path, labels, name, impute))
+            else:
+                from malt.datasets.delimited import load_delimited
+
+                parts.append(load_delimited(path, name=name, labels=labels, impute=impute))
+        first, second = parts
+        if first.meta.get("feature_names") != second.meta.get("feature_names") or \
+                first.meta.get("label_names") != second.meta.get("label_names"):
+            raise DataError(f"{test} has other feature or label columns than {train}; the two files of a split must "
+                            "share their columns.")
+        if "Y" not in first:
+            raise DataError(f"{train}: a train/test pair needs label columns (--labels); class columns are not "
+                            "supported here.")
+        import scipy.sparse as sp
+
+        X = (sp.vstack([first["X"], second["X"]]).tocsr() if sp.issparse(first["X"]) or sp.issparse(second["X"])
+             else np.vstack([first["X"], second["X"]]))
+        meta = dict(first.meta, source_files=[str(train), str(test)], given_train=int(first.n_rows))
+        dataset = Dataset(name, {"X": X, "Y": np.vstack([first["Y"], second["Y"]])}, meta)
+    # where the split falls is part of the data's identity: the same rows cut elsewhere are another dataset
+    dataset.meta["hash_meta"] = dict(dataset.meta.get("hash_meta", {}), given_train=int(dataset.meta["given_train"]))
     check_labels(dataset)
     return dataset
 

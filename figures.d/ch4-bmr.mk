@@ -100,3 +100,21 @@ table-ml-anchors: install
 	for s in given cv; do \
 	  $(call tables,table-ml-anchors-$$s,--task multilabel --where split=$$s --where missing=0 --where discard=false \
 	    $(foreach a,$(call algos,$(ANCHOR_ALGOS)),--algo $(a)) $(ML_METRICS) --metric f1_micro --metric f1_macro) || exit 1; done
+
+# Issue 33's goal table (figures.d/ml-goal.md): under MULAN's given split on the four anchor sets, every
+# multi-label default with the shared thresholds (malt.numerics.decisions), the label-prior baseline (thresholds
+# learned too) and the majority rule (label-prior with threshold=natural) in the same run; the best default
+# per cell beside the best published number (figures.d/ml-goal-published.csv, Bogatinovski et al. 2022).
+GOAL_ALGOS = $(ANCHOR_ALGOS) label-prior
+# Stability (a second unit seed on emotions' given split against the 5-fold CV std): every default but clr.
+STABLE_ALGOS = $(filter-out clr,$(GOAL_ALGOS))
+FIGURES_ALL += table-ml-goal
+.PHONY: table-ml-goal
+table-ml-goal: install
+	for d in $(ANCHOR_DATASETS); do \
+	  $(CV) $(call algoflags,$(GOAL_ALGOS)) --dataset $$d --task multilabel --split given || exit 1; \
+	  $(CV) --algo label-prior --param threshold=natural --dataset $$d --task multilabel --split given || exit 1; done
+	$(CV) $(call algoflags,$(STABLE_ALGOS)) --dataset emotions --task multilabel --split given --repeats 2
+	$(CV) $(call algoflags,$(STABLE_ALGOS)) --dataset emotions --task multilabel
+	$(BIN)/python figures.d/scripts/ml_goal.py $(FIGREPO) > figures.d/ml-goal.md
+	cat figures.d/ml-goal.md

@@ -82,9 +82,10 @@ class MultilabelEstimator(ClassifierMixin, _MaltEstimator):
     ``predict`` gives 0/1 decisions, ``predict_proba`` per-label probabilities. A 1-d ``y`` (binary or
     multi-class) is fit as one label per class and predicted as the most probable class.
 
-    ``predict`` returns the algorithm's own decisions and ``predict_proba`` its probabilities: those
-    it reports (BMR's calibration map), else its scores when they are probabilities already (ML-kNN's
-    posteriors), else their logistic function."""
+    ``predict`` returns the algorithm's decisions (the Hamming-family ones of `malt.numerics.decisions`) and
+    ``predict_proba`` its probabilities: those it reports (BMR's calibration map, centred on its
+    thresholds), else its scores when they are probabilities already (ML-kNN's posteriors), else their
+    logistic function."""
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -155,7 +156,8 @@ class MultilabelEstimator(ClassifierMixin, _MaltEstimator):
         return P / np.where(P.sum(axis=1, keepdims=True) > 0, P.sum(axis=1, keepdims=True), 1.0)
 
     def predict(self, X):
-        """The algorithm's own label decisions (BMR's calibrated threshold, ML-kNN's posterior ½)."""
+        """The algorithm's label decisions (the Hamming-family ones of `malt.numerics.decisions`, learned on the
+        training rows)."""
         check_is_fitted(self, "Y_train_")
         if self.multilabel_:
             return np.asarray(self._prediction(X).labels).astype(int)

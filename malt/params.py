@@ -83,10 +83,18 @@ class Options:
         return "one of " + ", ".join(repr(v) for v in self.values)
 
 
+class Includes:
+    """A required value of a list-valued parameter: the list holds ``value`` (``kernel_grid`` with 'rbf')."""
+
+    def __init__(self, value):
+        self.value = value
+
+
 class When:
     """When a parameter is used: required values of other parameters, or of the run's context
     (``task='ratings'``). ``When(a=1, b=Options("x", "y"))`` requires both; ``w1 | w2`` either;
-    ``w1 & w2`` both. A required value is a value (compared with ==) or an `Options` of values."""
+    ``w1 & w2`` both. A required value is a value (compared with ==), an `Options` of values, or
+    `Includes` (a list that holds a value)."""
 
     def __init__(self, **required):
         self.alternatives: tuple[tuple[tuple[str, Any], ...], ...] = (tuple(required.items()),)
@@ -114,14 +122,20 @@ class When:
 def _required(value) -> str:
     if isinstance(value, Options):
         return "|".join(_show(v) for v in value.values)
+    if isinstance(value, Includes):
+        return f"(with {_show(value.value)})"
     return "(empty)" if value == () else _show(value)
 
 
 def _meets(value, required) -> bool:
+    if isinstance(required, Includes):
+        return required.value in (value or ())
     return value in required if isinstance(required, Options) else value == required
 
 
-def _wanted(required):
+def _wanted(required, current=None):
+    if isinstance(required, Includes):
+        return tuple(current or ()) + (required.value,)
     return required.values[0] if isinstance(required, Options) else required
 
 
@@ -300,7 +314,7 @@ class Params:
                                             f"{' and '.join(tasks)} task{'s' if len(tasks) > 1 else ''}); drop "
                                             f"--param {name}.")
             raise InvalidParameterError(f"{name} is ignored while {switch}={value!r}; pass --param "
-                                        f"{switch}={_show(_wanted(required))}")
+                                        f"{switch}={_show(_wanted(required, value))}")
 
     def active_values(self, **changes) -> "Params":
         """A copy with ``changes``, every field they leave unused back at its default (how a selection
@@ -352,6 +366,15 @@ class Params:
         if unknown:
             cls.parse_value(sorted(unknown)[0], "")
         return cls(**values)
+
+    def derived(self, **changes) -> "Params":
+        """A copy with ``changes`` for an algorithm's own use (its refits with another decision rule):
+        values are validated, activity is not checked again (the setting was, when it was given)."""
+        token = _CHECK_ACTIVE.set(False)
+        try:
+            return dataclasses.replace(self, **changes)
+        finally:
+            _CHECK_ACTIVE.reset(token)
 
     @classmethod
     def as_stored(cls, values: Mapping[str, Any]) -> "Params":

@@ -18,11 +18,8 @@ import os
 import resource
 import shutil
 import signal
-import struct
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 

@@ -18,6 +18,8 @@ import numpy as np
 from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.errors import InvalidParameterError
 from malt.params import Interval, Options, When, param
+from malt.numerics.decisions import NaturalThresholdParams, decide_by_refits
+from malt.splits import MultilabelSplit
 from malt.registry import Algorithm, register
 
 from .common import (KernelParams, LabelCoding, PMAParams, check_kernel, check_matrix, cov_estimate, matrix_inputs,
@@ -204,7 +206,7 @@ class ILMC(Algorithm):
 
 
 @dataclass(frozen=True, kw_only=True)
-class GPRParams(KernelParams, LabelCoding):
+class GPRParams(KernelParams, LabelCoding, NaturalThresholdParams):
     axis: str = param("rows", "data points of the single GP: 'rows' (GPR-D1, kernel K1 from the features) "
                       "or 'columns' (GPR-D2, kernel from the columns' second moments)", Options("rows", "columns"))
     noise: float = param(0.1, "observation noise variance of the GP", Interval(0, None, "neither"))
@@ -227,6 +229,11 @@ class GPR(Algorithm):
     version = "2"
 
     def run(self, split, params, ctx):
+        if isinstance(split, MultilabelSplit):
+            return decide_by_refits(self.fit_predict, split, params, ctx, 0.0)
+        return self.fit_predict(split, params, ctx)
+
+    def fit_predict(self, split, params, ctx):
         data = matrix_inputs(split, params)
         if data.n_new and params.axis == "columns":
             raise InvalidParameterError("gpr with axis=columns cannot predict new rows (they have no observed "

@@ -39,6 +39,8 @@ import numpy as np
 
 from malt.numerics.eigenbasis import KroneckerEigenbasis
 from malt.params import Interval, Options, When, param
+from malt.numerics.decisions import NaturalThresholdParams, decide_by_refits
+from malt.splits import MultilabelSplit
 from malt.registry import Algorithm, register
 
 from .common import (LabelCoding, PMAParams, RowConditional, check_kernel, check_matrix, column_means, jittered,
@@ -315,7 +317,7 @@ def pma_gibbs(M, K1=None, K2=None, *, sampler: str = "blocked", burn_in: int = 1
 
 
 @dataclass(frozen=True, kw_only=True)
-class GibbsParams(PMAParams, LabelCoding):
+class GibbsParams(PMAParams, LabelCoding, NaturalThresholdParams):
     sampler: str = param("blocked", "'blocked' (exact block updates of G in the kernels' eigenbasis and of "
                          "each row's missing entries), 'single-site' (the paper's entry-by-entry sampler) or "
                          "'collapsed' (exact independent draws of the missing entries, then G)",
@@ -356,6 +358,11 @@ class PMAGibbs(Algorithm):
     version = "2"
 
     def run(self, split, params, ctx):
+        if isinstance(split, MultilabelSplit):
+            return decide_by_refits(self.fit_predict, split, params, ctx, 0.0)
+        return self.fit_predict(split, params, ctx)
+
+    def fit_predict(self, split, params, ctx):
         data = matrix_inputs(split, params)
         K1, eig1 = row_kernel_eig(params, ctx, data.rows, data.fit_rows)
         fit = pma_gibbs(data.M, K1, None, sampler=params.sampler, burn_in=params.burn_in,

@@ -41,6 +41,8 @@ from malt.numerics import linalg
 from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.errors import DataError
 from malt.params import Interval, Options, When, param
+from malt.numerics.decisions import NaturalThresholdParams, decide_by_refits
+from malt.splits import MultilabelSplit
 from malt.registry import Algorithm, register
 from malt.numerics.selection import InnerCVParams
 
@@ -343,16 +345,9 @@ MATRIX_TASKS = When(task=Options("missing", "multilabel"))
 
 
 @dataclass(frozen=True, kw_only=True)
-class MAPParams(PMAParams, LabelCoding, InnerCVParams):
+class MAPParams(PMAParams, LabelCoding, InnerCVParams, NaturalThresholdParams):
     """Two fits in one algorithm: K1 ⊕ K2 completion on the matrix tasks, moment kernels on the ratings
     task; each task's fields are refused on the other."""
-
-    @classmethod
-    def implied_condition(cls, name: str) -> When | None:
-        implied = super().implied_condition(name)
-        if name in ("k1", "jitter", "kernel_updates"):  # the fields of KernelParams, PMAParams
-            return MATRIX_TASKS if implied is None else MATRIX_TASKS & implied
-        return implied
 
     solver: str = param("cg", "'cg': conjugate gradients for the fixed point of eqs. 5.22-5.23 (the conditional "
                         "mean under K1 ⊕ K2); 'alternate': the paper's alternation of 5.22 and 5.23",
@@ -409,6 +404,13 @@ class MAPParams(PMAParams, LabelCoding, InnerCVParams):
                         "given. The other tasks have nothing to select", Options("none", "inner-cv"),
                         active_when=When(task="ratings"))
 
+    @classmethod
+    def implied_condition(cls, name: str) -> When | None:
+        implied = super().implied_condition(name)
+        if name in ("k1", "jitter", "kernel_updates"):  # the fields of KernelParams, PMAParams
+            return MATRIX_TASKS if implied is None else MATRIX_TASKS & implied
+        return implied
+
 
 @register
 class PMAMap(Algorithm):
@@ -425,6 +427,11 @@ class PMAMap(Algorithm):
     # eigendecompositions at the default tolerance
 
     def run(self, split, params, ctx):
+        if isinstance(split, MultilabelSplit):
+            return decide_by_refits(self.fit_predict, split, params, ctx, 0.0)
+        return self.fit_predict(split, params, ctx)
+
+    def fit_predict(self, split, params, ctx):
         if hasattr(split, "train") and hasattr(split, "test_cols"):
             return _run_ratings(split, params, ctx)
         data = matrix_inputs(split, params)

@@ -16,7 +16,7 @@ import click
 from malt.cli.data import register as register_data_commands
 from malt.cli.figures import register as register_figure_commands
 from malt.cli.options import (assignments, checked_repo_path, duration_seconds, given_twice, open_repo, print_table,
-                              quiet_option, repo_option, run_options, wait_option)
+                              repo_option, run_options, wait_option)
 from malt.errors import InvalidParameterError, MaltError
 
 

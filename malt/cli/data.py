@@ -72,34 +72,46 @@ def register(main: click.Group) -> None:
     @click.argument("name")
     @click.argument("file", type=click.Path(path_type=Path))
     @click.option("--labels", help="MULAN XML file, N (last N columns are labels), 'last' or a column name.")
+    @click.option("--test", "test_file", type=click.Path(path_type=Path),
+                  help="The dataset's test file (MULAN's NAME-test.arff beside FILE = NAME-train.arff): the two are "
+                       "stored as one dataset with their split recorded, so `malt cv --split given` uses it.")
     @click.option("--impute", type=click.Choice(["none", "mean"]), default="none", show_default=True,
                   help="How to fill missing feature values.")
     @click.option("--force", is_flag=True, help="Point an existing name at the new content (experiments on the "
                                                "old content keep it).")
     @repo_option
-    def datasets_import(name, file, labels, impute, force, repo_path):
-        """Import a user's ARFF or CSV file into the repository under NAME.
+    def datasets_import(name, file, labels, test_file, impute, force, repo_path):
+        """Import a user's ARFF or CSV file (and, with --test, its test file) into the repository under NAME.
 
         \b
         Examples:
           malt datasets import mydata my.arff --labels my.xml
+          malt datasets import mydata my-train.arff --test my-test.arff --labels my.xml   # --split given
           malt datasets import plants plants.csv --labels last --impute mean
         """
-        from malt.datasets.open import load_file
+        from malt.datasets.open import load_file, load_file_pair
         from malt.datasets.catalogue import resolve
         from malt.repository.files import validate_name
 
         validate_name("dataset", name)
         if resolve(name) is not None:
             raise MaltError(f"'{name}' is a named dataset of malt's catalogue; choose another name.")
-        if file.is_dir():
-            raise MaltError(f"{file} is a folder; give the ARFF or CSV file to import.")
-        dataset = load_file(file, labels=labels, name=name, impute=impute)
+        for given in (file, test_file):
+            if given is not None and given.is_dir():
+                raise MaltError(f"{given} is a folder; give the ARFF or CSV file to import.")
+        if test_file is None:
+            dataset = load_file(file, labels=labels, name=name, impute=impute)
+        else:
+            dataset = load_file_pair(file, test_file, labels=labels, name=name, impute=impute)
         repo = open_repo(repo_path)
         repo.create()
         source = {"kind": "file", "path": str(file.resolve()), "labels": labels, "impute": impute}
+        if test_file is not None:
+            source["test"] = str(test_file.resolve())
         path = repo.datasets.save(dataset, source, force=force)
-        click.echo(f"imported {name} ({dataset.n_rows} rows, hash {dataset.hash[:16]}) into {path}")
+        split = (f", given split {dataset.meta['given_train']} train / {dataset.n_rows - dataset.meta['given_train']} "
+                 "test" if test_file is not None else "")
+        click.echo(f"imported {name} ({dataset.n_rows} rows{split}, hash {dataset.hash[:16]}) into {path}")
 
     @datasets.command("fetch")
     @click.argument("name")

@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from malt.numerics import linalg
+from malt.errors import DataError
 from malt.params import canonical_json
 
 PRODUCER = "malt.context@2"
@@ -162,7 +163,8 @@ class Context:
 
         query, among = np.asarray(query), np.asarray(among)
         if k > len(among) - (1 if exclude_self else 0):
-            raise ValueError(f"Expected k <= number of candidate neighbours, but k = {k}, candidates = {len(among)}")
+            raise DataError(f"Expected k <= number of candidate neighbours, but k = {k}, candidates = {len(among)}; "
+                            "lower k")
         Z = self.scaled_features(scale, among)
         return graphs.neighbours(Z, k, query=query, among=among, exclude_self=exclude_self)
 

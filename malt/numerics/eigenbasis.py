@@ -224,16 +224,18 @@ class KroneckerEigenbasis:
         On a low-rank factor's complement (eigenvalue ``rest``) the operator is φ(rest, b_j)
         (φ(a_i, rest)), applied without rotating that part. Four rotations.
 
-        ``span`` (low-rank left factor only): return (F, V_Aᵀ F), the second being F's coordinates in
-        the left factor's span, (r_A, m), at O(r_A m²) extra (BMR's weights are read off them). For a
+        ``span``: return (F, V_A⁻¹ F), the second being F's coordinates in the left factor's
+        eigenvectors, (r_A, m), at O(r_A m²) extra (BMR's weights are read off them; a low-rank factor
+        may span everything, r_A = n, when the design has at least as many columns as rows). For a
         low-rank left factor with n > m + 2 r_A, and always with ``span``, F is assembled as
         C V_B diag(φ(rest, b)) V_B⁻¹ + V_A ((Φ − φ(rest, b)) ⊙ Ĉ) V_B⁻¹: one n × m × m product instead of two.
         """
         left, right = self.left, self.right
-        if span and left.full_rank:
-            raise ValueError("span needs a low-rank left factor")
         if left.full_rank and right.full_rank:
             Phi = phi if isinstance(phi, np.ndarray) else phi(self.a[:, None], self.b[None, :])
+            if span:  # a "low-rank" factor that spans everything (BMR with p ≥ n training rows)
+                coords = (self.rotate(C) * Phi) @ right.inv
+                return left.vectors @ coords, coords
             return self.unrotate(self.rotate(C) * Phi)
         if callable(phi) is False:
             raise ValueError("a low-rank factor needs phi as a function (its complement is evaluated at `rest`)")

@@ -28,6 +28,11 @@ import numpy as np
 from malt.params import Interval, Options, Params, When, param
 
 
+SMALL_TRAINING = 1000
+"""Validation rows (summed over repeats) `repeated_fold_ids` aims at."""
+MAX_REPEATS = 5
+
+
 @dataclass(frozen=True, kw_only=True)
 class InnerCVParams(Params):
     """The shared selection fields; an algorithm's Params subclass this and add its ``*_grid`` fields."""
@@ -52,7 +57,8 @@ def inner_fold_ids(n: int, folds: int, rng: np.random.Generator, strata: np.ndar
     """Inner-fold id (0..folds-1) of each of n training items, balanced and reproducible from ``rng``.
 
     With ``strata`` (class ids), each stratum is dealt round-robin in a random order, so every fold
-    sees every class once there are at least ``folds`` members. ``folds`` is capped at n.
+    sees every class once there are at least ``folds`` members; with a 2-D ``strata`` (an n × L label
+    matrix) the folds are iteratively stratified (`malt.numerics.stratify`). ``folds`` is capped at n.
     """
     folds = max(1, min(int(folds), n))
     ids = np.empty(n, dtype=np.int64)
@@ -60,12 +66,25 @@ def inner_fold_ids(n: int, folds: int, rng: np.random.Generator, strata: np.ndar
         ids[rng.permutation(n)] = np.arange(n) % folds
         return ids
     strata = np.asarray(strata)
+    if strata.ndim == 2:
+        from malt.numerics.stratify import iterative_stratification
+
+        return iterative_stratification(strata, folds, rng)
     start = 0
     for value in np.unique(strata):
         rows = rng.permutation(np.flatnonzero(strata == value))
         ids[rows] = (start + np.arange(rows.size)) % folds
         start += rows.size
     return ids
+
+
+def repeated_fold_ids(n: int, folds: int, rng: np.random.Generator, strata: np.ndarray | None = None,
+                      rows: int = SMALL_TRAINING) -> np.ndarray:
+    """(repeats, n) inner-fold ids: `inner_fold_ids` drawn ⌈rows / n⌉ times (at most `MAX_REPEATS`), so a
+    small training part is validated on about ``rows`` rows in all rather than once on n (the choice
+    made on one partition of 391 rows moves with the partition; issue 33)."""
+    repeats = int(np.clip(np.ceil(rows / max(n, 1)), 1, MAX_REPEATS))
+    return np.stack([inner_fold_ids(n, folds, rng, strata) for _ in range(repeats)])
 
 
 def holdout_ids(n: int, fraction: float, rng: np.random.Generator) -> np.ndarray:
@@ -92,26 +111,49 @@ class Selection:
     candidates: list[Params] = field(repr=False)
     varied: tuple[str, ...] = ()
     better: str = "lower"
+    se: np.ndarray | None = None  # standard error of each candidate's mean over the validation folds
+    rule: str = "best"
+    out_of_fold: np.ndarray | None = field(default=None, repr=False)  # the chosen candidate's validation scores
 
     def diagnostics(self) -> dict[str, Any]:
         """What was chosen and how well it did, for ``Prediction.diagnostics``: ``selected`` (name ->
-        value) and, for `malt show --diagnostics`, each numeric choice as ``selected_<name>``."""
+        value) and, for `malt show --diagnostics`, each numeric choice as ``selected_<name>``; with
+        standard errors, ``inner_cv_margin`` (how far the chosen candidate's mean is from the best
+        mean, in the score's units, ≥ 0) and ``inner_cv_gap_se`` (the best mean's lead over the
+        runner-up candidate, in standard errors: below 1 the choice is a near-tie)."""
         chosen = {name: getattr(self.best, name) for name in self.varied}
-        best = float(np.min(self.scores) if self.better == "lower" else np.max(self.scores))
+        sign = 1.0 if self.better == "lower" else -1.0
+        ranked = np.where(np.isnan(self.scores), np.inf, sign * self.scores)
+        best = float(self.scores[int(np.argmin(ranked))])
         flat = {f"selected_{k}": v for k, v in chosen.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        return {"selected": chosen, **flat, "inner_cv_score": best, "inner_cv_candidates": len(self.candidates)}
+        flat.update({f"selected_{k}={v}": 1 for k, v in chosen.items() if isinstance(v, str)})
+        out = {"selected": chosen, **flat, "inner_cv_score": best, "inner_cv_candidates": len(self.candidates)}
+        if self.se is not None:
+            pick = next(i for i, o in enumerate(self.candidates) if o is self.best)
+            order = np.argsort(ranked, kind="stable")
+            out["inner_cv_rule"] = self.rule
+            out["inner_cv_margin"] = float(abs(self.scores[pick] - best))
+            if len(order) > 1 and np.isfinite(ranked[order[1]]):
+                se = float(self.se[order[0]])
+                gap = float(ranked[order[1]] - ranked[order[0]])
+                out["inner_cv_gap_se"] = gap / se if se > 0 else float("inf") if gap > 0 else 0.0
+        return out
 
 
 def select(options: Sequence[Params], evaluate: Callable[[Params, np.ndarray, np.ndarray], float],
-           fold_ids: np.ndarray, *, better: str = "lower",
+           fold_ids: np.ndarray, *, better: str = "lower", rule: str = "best",
            progress: Callable[[float], None] | None = None) -> Selection:
     """The candidate with the best mean validation score over the inner folds.
 
     evaluate(candidate, train, validation) : fit on the items ``train`` (indices into the caller's
         training part), return the mean loss (``better='lower'``) or score on ``validation``.
-
-    fold_ids : from `inner_fold_ids` or `holdout_ids` (items with id -1 are always trained on).
-
+    fold_ids : from `inner_fold_ids` or `holdout_ids` (items with id -1 are always trained on), or a
+        (repeats, n) stack of them (`repeated_fold_ids`): every partition's folds count.
+    rule : 'best' — the best mean (the first of equals: the caller's order breaks ties); 'one-se' —
+        the first candidate in the caller's order whose mean is within one standard error of the best
+        mean (Hastie, Tibshirani & Friedman 2009, §7.10; the standard error of the best candidate's
+        per-fold scores): callers order candidates from the strongest regulariser to the weakest, so
+        near-ties go to the simpler model.
     A candidate whose evaluation raises ArithmeticError/LinAlgError or returns NaN scores worst.
     Candidates are evaluated in the order given, all inner folds of one before the next, so an
     ``evaluate`` may warm-start each candidate from the previous one's fit on the same fold (the
@@ -119,17 +161,21 @@ def select(options: Sequence[Params], evaluate: Callable[[Params, np.ndarray, np
     """
     if not options:
         raise ValueError("select needs at least one candidate")
-    folds = [f for f in np.unique(fold_ids) if f >= 0]
+    partitions = np.atleast_2d(fold_ids)
+    parts = [(p, f) for p in range(partitions.shape[0]) for f in np.unique(partitions[p]) if f >= 0]
     sign = 1.0 if better == "lower" else -1.0
     scores = np.empty(len(options))
+    per_fold = np.full((len(options), len(parts)), np.nan)
     for i, option in enumerate(options):
         total = weight = 0.0
-        for f in folds:
-            train, val = np.flatnonzero(fold_ids != f), np.flatnonzero(fold_ids == f)
+        for j, (p, f) in enumerate(parts):
+            ids = partitions[p]
+            train, val = np.flatnonzero(ids != f), np.flatnonzero(ids == f)
             try:
                 value = float(evaluate(option, train, val))
             except (ArithmeticError, np.linalg.LinAlgError):
                 value = np.nan
+            per_fold[i, j] = value
             total += value * val.size
             weight += val.size
         scores[i] = total / weight if weight else np.nan
@@ -137,6 +183,14 @@ def select(options: Sequence[Params], evaluate: Callable[[Params, np.ndarray, np
             progress((i + 1) / len(options))
     ranked = np.where(np.isnan(scores), np.inf, sign * scores)
     best = int(np.argmin(ranked))  # first of equals: the caller's preferred order breaks ties
+    se = None
+    if len(parts) > 1:
+        with np.errstate(invalid="ignore"):
+            se = np.nanstd(per_fold, axis=1, ddof=1) / np.sqrt(np.maximum(np.sum(~np.isnan(per_fold), axis=1), 1))
+    if rule == "one-se" and se is not None and np.isfinite(se[best]):
+        best = next(i for i in range(len(options)) if ranked[i] <= ranked[best] + se[best])
+    elif rule not in ("best", "one-se"):
+        raise ValueError(f"rule must be 'best' or 'one-se', got {rule!r}")
     varied = tuple(name for name in options[0].names()
                    if len({repr(getattr(o, name)) for o in options}) > 1)
-    return Selection(options[best], scores, list(options), varied, better)
+    return Selection(options[best], scores, list(options), varied, better, se, rule)

@@ -31,7 +31,7 @@ from malt.results.describe import setting_label as _declared_setting_label
 from malt.errors import MaltError
 from malt.results.formatting import format_value
 from malt.results.outputs import output_dir, write
-from malt.results.settings import clean as _clean, display_order, setting_names
+from malt.results.settings import clean as _clean, display_order
 from malt.results.settings import setting_names as legend_labels  # the name figures have used
 from malt.results.settings import is_reference, sort_value as _sort_value
 from malt.results.style import file_metadata, style_matplotlib

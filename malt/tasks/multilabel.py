@@ -1,6 +1,7 @@
 """The `multilabel` task: predict whole label rows of unseen points (dissertation §4.4, §5.4).
 
-Five folds over rows (or the dataset's own train/test split with ``split=given``, run ``repeats``
+Five folds over rows (random, or iteratively stratified by labels with ``stratify_folds``; or
+the dataset's own train/test split with ``split=given``, run ``repeats``
 times with a different algorithm seed each time; the repeats take the place of folds). Training labels
 may have a ``missing`` fraction of entries hidden (NaN), ``discard`` drops partially labelled
 training rows (the papers' "-D" variants), ``labeled`` caps the training rows (learning curves).
@@ -17,9 +18,11 @@ from malt.tasks import paper_metrics
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.splits import MultilabelSplit, Prediction
+from malt.numerics.stratify import iterative_stratification
 from malt.tasks.base import Metric, Setting, Task, as_array, fold_assignment, register_task, subkey_rng
 
 RANKING = "ties count against the ranking (a label tied with another ranks below it)"
+F1_DECISIONS = "; read from the decisions an algorithm learned for the F1 family (malt.numerics.decisions), if any"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,6 +33,9 @@ class MultilabelParams(Params):
     folds: int = param(5, "number of cross-validation folds (split=cv)", Interval(2, None))
     split: str = param("cv", "'cv' for k-fold CV, 'given' for the dataset's own train/test split",
                        Options("cv", "given"))
+    stratify_folds: bool = param(False, "split=cv: assign the folds so each fold holds every label's share of "
+                                 "positives (iterative stratification, Sechidis et al. 2011); as the semisupervised "
+                                 "task's option of the same name does per class")
     seed: int = param(0, "seed of the fold assignment and the hidden entries", Interval(0, None), repetition=True)
     repeats: int = param(1, "with split=given: runs on the same split, each with its own seed (a sampler's "
                          "restarts; Rai & Daumé average 10)", Interval(1, None), count=True)
@@ -55,23 +61,25 @@ class MultilabelTask(Task):
         Metric("ranking_loss", "Ranking loss", "lower", True,
                conventions=f"a row without both relevant and irrelevant labels counts as 0; {RANKING}"),
         Metric("accuracy", "Accuracy (Jaccard)", "higher", True,
-               conventions="a row whose true and predicted label sets are both empty counts as 1 (as MULAN)"),
+               conventions="a row whose true and predicted label sets are both empty counts as 1 (as MULAN)"
+                           + F1_DECISIONS),
         Metric("f1_micro", "Micro-F1", "higher", True, version="2",
-               conventions="NaN when neither truth nor prediction has a positive"),
+               conventions="NaN when neither truth nor prediction has a positive" + F1_DECISIONS),
         Metric("f1_macro", "Macro-F1", "higher", True, version="2",
                conventions="labels with no positive in the truth and none predicted are left out (MULAN counts "
-                           "them as 1)"),
+                           "them as 1)" + F1_DECISIONS),
         Metric("auc", "Macro AUC", "higher", True,
                conventions="labels without both classes in the fold are left out; tied scores get average ranks"),
         # Rai & Daumé 2009, Table 1, as its numbers read (see malt.tasks.paper_metrics)
         Metric("rd_accuracy", "Overall accuracy (Rai & Daumé)", "higher", True,
                conventions="fraction of (instance, label) entries decided correctly: 1 - Hamming loss"),
         Metric("rd_f1_macro", "Macro-F1 (Rai & Daumé)", "higher", True,
-               conventions="a label with no positive and no positive decision in the fold scores 0"),
+               conventions="a label with no positive and no positive decision in the fold scores 0" + F1_DECISIONS),
         Metric("rd_f1_micro", "Micro-F1 (Rai & Daumé)", "higher", True,
-               conventions="pooled counts; 0 when there is no positive at all"),
+               conventions="pooled counts; 0 when there is no positive at all" + F1_DECISIONS),
         Metric("rd_auc", "AUC of label decisions (Rai & Daumé)", "higher", True,
-               conventions="mean over labels with both classes of (TPR + TNR) / 2 of the 0/1 decisions"),
+               conventions="mean over labels with both classes of (TPR + TNR) / 2 of the 0/1 decisions"
+                           + F1_DECISIONS),
     )
     settings = (Setting("missing", "Hidden training labels", "%", 100.0),
                 Setting("labeled", "Labelled training rows"))
@@ -126,7 +134,11 @@ class MultilabelTask(Task):
         if params.split == "given":
             cut = dataset.meta["given_train"]
             return np.arange(cut), np.arange(cut, n)
-        ids = fold_assignment(n, params.folds, params.seed)
+        if params.stratify_folds:
+            ids = iterative_stratification(np.asarray(dataset["Y"], dtype=float), params.folds,
+                                           np.random.default_rng([params.seed, n, params.folds, 2]))
+        else:
+            ids = fold_assignment(n, params.folds, params.seed)
         return np.flatnonzero(ids != fold), np.flatnonzero(ids == fold)
 
     def split(self, dataset, params, fold):
@@ -156,15 +168,27 @@ class MultilabelTask(Task):
     def pack(self, split, prediction: Prediction, params):
         shape = (len(split.test_index), split.Y_train.shape[1])
         scores = as_array(prediction.scores, "scores", shape)
-        labels = as_array(prediction.labels, "labels", shape)
-        if not np.isin(labels, (0.0, 1.0)).all():
-            raise ValueError("the algorithm returned labels other than 0 and 1")
-        return {"scores": scores.astype(np.float32), "labels": labels.astype(np.uint8)}
+        packed = {"scores": scores.astype(np.float32)}
+        for name, value in (("labels", prediction.labels), ("labels_f1", (prediction.extras or {}).get("labels_f1"))):
+            if name == "labels_f1" and value is None:
+                continue
+            labels = as_array(value, name, shape)
+            if not np.isin(labels, (0.0, 1.0)).all():
+                raise ValueError(f"the algorithm returned {name} other than 0 and 1")
+            packed[name] = labels.astype(np.uint8)
+        return packed
 
     def score_packed(self, dataset, params, split, packed):
+        """Ranking measures from the scores; Hamming loss and overall accuracy from ``labels``; the F1
+        family (micro/macro-F1, Jaccard accuracy, Rai & Daumé's F1s and decision AUC) from
+        ``labels_f1`` when the algorithm learned decisions for it (`malt.numerics.decisions`), else ``labels``."""
         Y = np.asarray(dataset["Y"], dtype=float)[split.test_index]
         keep = ~np.isnan(Y).any(axis=1)  # test rows with an unknown label are not scored
         scores = np.asarray(packed["scores"], dtype=float)[keep]
-        out = metrics.multilabel_scores(Y[keep], scores, packed["labels"][keep])
-        out.update(paper_metrics.rai_daume_scores(Y[keep], packed["labels"][keep]))
+        labels = packed["labels"][keep]
+        labels_f1 = packed["labels_f1"][keep] if "labels_f1" in packed else labels
+        out = metrics.multilabel_scores(Y[keep], scores, labels, labels_f1)
+        rd = paper_metrics.rai_daume_scores(Y[keep], labels_f1)
+        rd["rd_accuracy"] = paper_metrics.overall_accuracy(Y[keep], labels)
+        out.update(rd)
         return out

@@ -19,7 +19,6 @@ import time
 import tracemalloc
 from pathlib import Path
 
-import numpy as np
 
 os.environ.setdefault("MALT_DATA", str(Path(__file__).resolve().parents[3] / "shared" / "datasets"))
 
