@@ -17,7 +17,6 @@ on the inner CV's out-of-fold scores.
 """
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -25,9 +24,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from malt.numerics import linalg
-from malt.params import Interval, Options, Params, param
+from malt.params import Includes, Interval, Options, Params, When, param
 from malt.registry import Algorithm, register
-from malt.numerics.decisions import ThresholdParams, decided, learned, out_of_fold
+from malt.numerics.decisions import RULES, ThresholdParams, decided, learned, out_of_fold
 from malt.numerics.selection import InnerCVParams, Selection, candidates, repeated_fold_ids, select
 from malt.splits import Prediction
 
@@ -170,6 +169,7 @@ def select_on_path(params: Params, grids: dict[str, Sequence] | list,
     """
     options = grids if isinstance(grids, list) else candidates(params, grids)
     ids = repeated_fold_ids(Y.shape[0], params.inner_folds, rng, strata=Y)
+    paths = sum(np.unique(partition[partition >= 0]).size for partition in np.atleast_2d(ids))
     done: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] = {}
 
     def evaluate(option, train, val):
@@ -177,9 +177,11 @@ def select_on_path(params: Params, grids: dict[str, Sequence] | list,
         if key not in done:
             S = path(train, val)
             done[key] = (S, np.array([loss(Y[val], S[i]) for i in range(len(options))]))
+            if progress is not None:  # the work is one path per fold (the final fit: about one more)
+                progress(len(done) / (paths + 1))
         return done[key][1][next(i for i, o in enumerate(options) if o is option)]
 
-    choice = select(options, evaluate, ids, rule="one-se", progress=progress)
+    choice = select(options, evaluate, ids, rule="one-se")
     pick = next(i for i, o in enumerate(options) if o is choice.best)
     out = np.zeros(Y.shape)
     for f in np.unique(ids[0]):
@@ -247,6 +249,13 @@ class MultilabelCVParams(InnerCVParams, ThresholdParams):
     C: float = param(1.0, "inverse regularisation strength (used as given with select=none)", Interval(0, None, "neither"))
     C_grid: tuple[float, ...] = param(C_GRID, "candidates for C (select=inner-cv)", Interval(0, None, "neither"))
 
+    @classmethod
+    def implied_condition(cls, name: str) -> When | None:
+        """inner_folds also sets the refits whose out-of-fold scores learn a threshold other than 'natural'."""
+        if name == "inner_folds":
+            return When(select="inner-cv") | When(threshold=Options(*(r for r in ("auto", *RULES) if r != "natural")))
+        return super().implied_condition(name)
+
 
 @dataclass(frozen=True, kw_only=True)
 class MLLRParams(MultilabelCVParams):
@@ -262,6 +271,7 @@ class MLLR(Algorithm):
     Params = MLLRParams
     version = "3"  # C chosen by inner CV by default (2); stratified, repeated inner CV, one-SE rule, shared
     #                thresholds (3)
+    preload = ("sklearn.linear_model",)
 
     def run(self, split, params, ctx):
         X_train, X_test = train_test_features(split, params.scale)
@@ -290,10 +300,17 @@ class MLSVMParams(MultilabelCVParams):
                                          "earlier 'rbf' default had been picked on scene's given test split)",
                                          Options("linear", "rbf"))
     gamma_scale: float = param(1.0, "RBF width γ as a multiple of scikit-learn's 'scale', 1 / (d · var(X))",
-                               Interval(0, None, "neither"))
+                               Interval(0, None, "neither"),
+                               active_when=When(kernel="rbf") | When(select="inner-cv"))
     gamma_scale_grid: tuple[float, ...] = param((0.5, 1.0, 2.0), "candidates for gamma_scale (select=inner-cv, "
-                                                "kernel rbf)", Interval(0, None, "neither"))
+                                                "kernel rbf)", Interval(0, None, "neither"),
+                                                active_when=When(kernel_grid=Includes("rbf")))
     scale: bool = param(True, "standardise features on the training rows")
+
+    @classmethod
+    def implied_condition(cls, name: str) -> When | None:
+        """inner_folds always: the out-of-fold margins the Platt maps are fit on come from its refits."""
+        return None if name == "inner_folds" else super().implied_condition(name)
 
 
 def rbf_gamma(X: np.ndarray, multiple: float) -> float:
@@ -311,8 +328,9 @@ def svm_options(params) -> list:
         grids = {"C": params.C_grid}
         if kernel == "rbf":
             grids["gamma_scale"] = params.gamma_scale_grid
-        fixed = {"kernel": kernel} if "kernel" in params.names() else {}
-        options += candidates(dataclasses.replace(params, **fixed), grids)
+        if "kernel" in params.names():  # one kernel per call, so the candidates' order is as before
+            grids["kernel"] = (kernel,)
+        options += candidates(params, grids)
     return options
 
 
@@ -351,6 +369,7 @@ class MLSVM(Algorithm):
     #                repeated inner CV, one-SE rule, shared thresholds (5); chosen by held-out ranking loss (6);
     #                scores Platt-calibrated per label on out-of-fold margins (7: raw margins ranked enron's labels
     #                worse than label-prior's coverage, 16.5-16.9 against 15.3, whichever the criterion)
+    preload = ("sklearn.svm", "sklearn.linear_model")
 
     def run(self, split, params, ctx):
         X_train, X_test = train_test_features(split, params.scale)

@@ -38,7 +38,7 @@ from malt.numerics import linalg
 from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.errors import DataError
 from malt.numerics.decisions import AUTO_FOLDS, ThresholdParams, decided, learned, out_of_fold
-from malt.params import Interval, Options, param
+from malt.params import Interval, Options, When, param
 from malt.registry import Algorithm, register
 from malt.splits import MissingSplit, Prediction
 
@@ -342,13 +342,16 @@ class BMRParams(ThresholdParams):
     iterations: int | None = param(None, "EM sweeps: the cap for 'bohning'/'jj' (default 200), the exact "
                                    "count for 'taylor' (default 5)", Interval(1, None))
     tol: float = param(1e-3, "stop 'bohning'/'jj' when the bound rises by less than this per known label entry",
-                       Interval(0, None))
+                       Interval(0, None),
+                       active_when=When(bound=Options("bohning", "jj")))
     ridge: float = param(1.0, "ridge on Σ x xᵀ in (4.7) (matrix-normal prior precision on W)",
                          Interval(0, None, "neither"))
     sweeps: int = param(3, "MM sweeps of the coupled known/unknown label updates (4.9-4.10) per iteration ('jj')",
-                        Interval(1, None))
+                        Interval(1, None),
+                        active_when=When(bound="jj"))
     psi: float = param(1.0, "scale ψ of the inverse-Wishart IW(ψ I, L + 1) prior on Σ ('bohning', 'jj'); keeps the "
-                       "bound bounded", Interval(0, None, "neither"))
+                       "bound bounded", Interval(0, None, "neither"),
+                       active_when=When(bound=Options("bohning", "jj")))
 
 
 @register

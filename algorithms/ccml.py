@@ -62,6 +62,7 @@ class CCML(Algorithm):
     version = "4"  # C chosen by inner CV by default (2); stratified repeated inner CV, one-SE rule, shared
     #                thresholds (3: the chain still feeds its own ½-cut decisions to later links); chain order by
     #                label frequency (4)
+    preload = ("sklearn.linear_model",)
 
     def run(self, split, params, ctx):
         from sklearn.exceptions import ConvergenceWarning

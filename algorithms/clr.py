@@ -38,7 +38,7 @@ from typing import Callable
 import numpy as np
 
 from malt.numerics.decisions import decide_by_refits
-from malt.params import Interval, Options, param
+from malt.params import Interval, Options, When, param
 from malt.registry import Algorithm, register
 from malt.numerics.selection import candidates
 from malt.splits import Prediction
@@ -120,11 +120,18 @@ class CLRParams(MultilabelCVParams):
                          "'logistic' (L2 logistic regression)", Options("svm", "logistic"))
     C_grid: tuple[float, ...] = param((1.0, 3.0, 10.0), "candidates for C (select=inner-cv)", Interval(0, None, "neither"))
     gamma_scale: float = param(1.0, "RBF width γ of the SVMs as a multiple of 1 / (d · var(X)) (scikit-learn's 'scale')",
-                               Interval(0, None, "neither"))
+                               Interval(0, None, "neither"),
+                               active_when=When(learner="svm"))
     gamma_scale_grid: tuple[float, ...] = param((0.5, 1.0, 2.0), "candidates for gamma_scale (select=inner-cv, "
-                                                "learner=svm)", Interval(0, None, "neither"))
+                                                "learner=svm)", Interval(0, None, "neither"),
+                                                active_when=When(learner="svm"))
     voting: str = param("soft", "'soft': add the pairwise probabilities (weighted voting); 'hard': count comparisons won",
                         Options("soft", "hard"))
+
+    @classmethod
+    def implied_condition(cls, name: str) -> When | None:
+        """inner_folds with select='inner-cv' only: its thresholds come from `decide_by_refits`' own folds."""
+        return When(select="inner-cv") if name == "inner_folds" else super().implied_condition(name)
 
 
 @register
@@ -137,6 +144,7 @@ class CLR(Algorithm):
     version = "5"  # RBF SVMs with Platt probabilities (2), C and γ by inner CV (3), Platt scaling by
     #                stratified out-of-fold decision values (4; SVC(probability=True) is deprecated); stratified
     #                repeated inner CV, one-SE rule, shared thresholds learned on 3 inner refits (5)
+    preload = ("sklearn.svm", "sklearn.calibration", "sklearn.linear_model")
 
     def run(self, split, params, ctx):
         return decide_by_refits(self.fit_predict, split, params, ctx, 0.0)

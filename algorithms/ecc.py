@@ -56,6 +56,7 @@ class ECC(Algorithm):
     Params = ECCParams
     version = "3"  # C chosen by inner CV by default (2); stratified repeated inner CV, one-SE rule, shared
     #                thresholds learned on the inner CV's out-of-fold scores of one chain (3)
+    preload = ("sklearn.linear_model",)
 
     def run(self, split, params, ctx):
         from sklearn.exceptions import ConvergenceWarning

@@ -23,7 +23,7 @@ import numpy as np
 from malt.numerics import linalg
 from malt.algorithms.subspace_svm import label_svms, micro_f1_known
 from malt.errors import DataError
-from malt.params import Interval, Options, param
+from malt.params import Interval, Options, When, param
 from malt.registry import Algorithm, register
 from malt.numerics.decisions import NaturalThresholdParams, decide_by_refits
 from malt.splits import MultilabelSplit, Prediction, RecoverySplit
@@ -329,7 +329,8 @@ def run_icca(A, missing, *, alpha, rng, max_sweeps=1000, min_sweeps=200, check_e
 @dataclass(frozen=True, kw_only=True)
 class ICCAParams(NaturalThresholdParams):
     semi_supervised: bool = param(False, "Model-2: test rows join the chain with their labels imputed "
-                                  "(§4.2); false = Model-1, training rows only (§4.1)")
+                                  "(§4.2); false = Model-1, training rows only (§4.1)",
+                                  active_when=When(task="multilabel"))
     alpha: float = param(1.0, "initial IBP concentration α (resampled, Gamma(1, 1) prior)",
                          Interval(0, None, "neither"))
     max_sweeps: int = param(1000, "Gibbs sweeps at most; the chain stops earlier once converged",
@@ -343,19 +344,24 @@ class ICCAParams(NaturalThresholdParams):
     hold_psi: int = param(10, "initial sweeps with Ψ held at 0.1 so that births can seed dishes before Ψ "
                           "absorbs the unexplained variance (0 = sample Ψ from the start)", Interval(0, None))
     label_scale: float = param(1.0, "labels coded ±label_scale before joining the standardised features",
-                               Interval(0, None, "neither"))
+                               Interval(0, None, "neither"),
+                               active_when=When(task="multilabel"))
     predictor: str = param("svm", "task parameters: 'svm' = one linear SVM per label learned in the latent "
                            "subspace (§4.1; Model-2's features: svm_features), scores "
                            "averaged over every `thin`-th sample after burn-in; 'gaussian' = the model's own "
-                           "label loadings W_y E[z], averaged over every sample", Options("svm", "gaussian"))
+                           "label loadings W_y E[z], averaged over every sample", Options("svm", "gaussian"),
+                           active_when=When(task="multilabel"))
     svm_features: str = param("sampled", "with predictor=svm and semi_supervised: the SVMs' features. 'sampled' = "
                               "the chain's Z of the training and test rows (§4.2 as written; a training row's z "
                               "is drawn given its true labels, a test row's given imputed ones); 'x-posterior' = "
                               "E[z | x] under the sample's W_x, Ψ_x for both (§4.1's features, the subspace "
-                              "learned with the test inputs in the chain)", Options("sampled", "x-posterior"))
+                              "learned with the test inputs in the chain)", Options("sampled", "x-posterior"),
+                              active_when=When(predictor="svm", semi_supervised=True))
     thin: int = param(10, "with predictor=svm: train the SVMs on every thin-th sample after burn-in",
-                      Interval(1, None))
-    C: float = param(1.0, "with predictor=svm: SVM regularisation constant", Interval(0, None, "neither"))
+                      Interval(1, None),
+                      active_when=When(predictor="svm"))
+    C: float = param(1.0, "with predictor=svm: SVM regularisation constant", Interval(0, None, "neither"),
+                     active_when=When(predictor="svm"))
 
 
 @register

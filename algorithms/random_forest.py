@@ -120,6 +120,7 @@ class RandomForest(Algorithm):
     tasks = frozenset({"multilabel"})
     Params = RFParams
     version = "3"  # 500 trees by default (2); shared thresholds learned on out-of-bag scores (3)
+    preload = ("sklearn.ensemble",)
 
     def run(self, split, params, ctx):
         from sklearn.ensemble import RandomForestClassifier

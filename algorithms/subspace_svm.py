@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from malt.numerics import linalg
 from malt.errors import DataError
-from malt.params import Interval, Options, param
+from malt.params import Interval, Options, When, param
 from malt.numerics.decisions import NaturalThresholdParams, decide_by_refits
 from malt.registry import Algorithm, register
 from malt.numerics.selection import InnerCVParams, candidates, inner_fold_ids, select
@@ -178,12 +178,14 @@ class PCASVM(Algorithm):
 @dataclass(frozen=True, kw_only=True)
 class CCASVMParams(InnerCVParams, NaturalThresholdParams):
     select: str = param("inner-cv", "'inner-cv': K by inner cross-validation over k_grid on the training rows; "
-                        "'none': K = k", Options("none", "inner-cv"))
+                        "'none': K = k (multilabel task; the recovery task keeps Bartlett's significant K)",
+                        Options("none", "inner-cv"), active_when=When(task="multilabel"))
     inner_folds: int = param(3, "folds of the inner cross-validation", Interval(2, None))
     k: int = param(4, "number of canonical components with select=none", Interval(1, None))
     k_grid: tuple[int, ...] = param(tuple(range(1, 17)), "candidate K for select=inner-cv (capped at "
                                     "min(features, labels))", Interval(1, None))
-    C: float = param(1.0, "linear SVM regularisation constant", Interval(0, None, "neither"))
+    C: float = param(1.0, "linear SVM regularisation constant (multilabel task)", Interval(0, None, "neither"),
+                     active_when=When(task="multilabel"))
     reg: float = param(1e-3, "ridge added to Σxx and Σyy (× mean variance)", Interval(0, None))
 
 

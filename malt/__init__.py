@@ -4,7 +4,7 @@
     run = malt.cv(["bmr", "mlknn"], dataset="emotions", missing=0.3, repo="results")
     malt.load("results").summary(by="algorithm")
 
-See `malt.api` (cv, rerun, rescore, load, dataset, split) and `malt.estimators` (scikit-learn estimators).
+See `malt.api` (cv, rerun, rescore, forget, load, dataset, split) and `malt.estimators` (scikit-learn estimators).
 
 The package is laid out by the parts of the design; each folder's docstring says its job and what
 it may import (checked by the import-linter contracts in pyproject.toml):
@@ -22,13 +22,13 @@ from malt import moved
 
 __version__ = "0.1.0"
 
-__all__ = ["cv", "rerun", "rescore", "load", "dataset", "split", "__version__"]
+__all__ = ["cv", "rerun", "rescore", "forget", "load", "dataset", "split", "__version__"]
 
 moved.install()
 
 
 def __getattr__(name):  # the API is imported on first use, so `import malt` stays light
-    if name in ("cv", "rerun", "rescore", "load", "dataset", "split"):
+    if name in ("cv", "rerun", "rescore", "forget", "load", "dataset", "split"):
         from malt import api
 
         return getattr(api, name)

@@ -7,6 +7,7 @@ these functions, so the two never disagree).
     results.frame                        # tidy DataFrame: one row per unit × metric
     results.summary(by="algorithm")      # mean, std in each metric's unit, folds done / planned
     malt.rescore(repo="results")         # recompute metrics from stored predictions
+    malt.forget("emot", repo="results", algorithms=["mllr"], params={"C": 10})   # remove a mistaken setting
 
 Errors are `malt.errors.MaltError` subclasses with the messages the CLI prints.
 """
@@ -32,6 +33,7 @@ class Run:
     rescored: int = 0
     failed: int = 0
     failures: list = field(default_factory=list)  # (setting, fold, error)
+    refused: list = field(default_factory=list)  # (rerun) settings today's declarations refuse: left as stored
 
     @property
     def ok(self) -> bool:
@@ -71,9 +73,10 @@ def _strings(value, list_valued: bool = False) -> str:
     return str(value)
 
 
-def algorithm_grid(algos, params: Mapping[str, Any]) -> list:
+def algorithm_grid(algos, params: Mapping[str, Any], task: str | None = None) -> list:
     """(algorithm class, Params) for every algorithm × combination of swept values. A value is one
-    setting, a list of values a sweep (a tuple is one value of a list-valued parameter)."""
+    setting, a list of values a sweep (a tuple is one value of a list-valued parameter). A parameter
+    given where its algorithm would not use it (on ``task``, with the other values) is refused."""
     from malt.params import grid
 
     used, entries = set(), []
@@ -81,7 +84,7 @@ def algorithm_grid(algos, params: Mapping[str, Any]) -> list:
         lists = {info.name for info in algo.Params._fields() if info.is_list}
         mine = {k: _strings(v, k in lists) for k, v in params.items() if k in algo.Params.names()}
         used |= set(mine)
-        entries += [(algo, p) for p in grid(algo.Params, mine)]
+        entries += [(algo, p) for p in grid(algo.Params, mine, {"task": task} if task else None)]
     unused = set(params) - used
     if unused:
         name = sorted(unused)[0]
@@ -118,6 +121,11 @@ def check_scheduler(address: str | None) -> None:
                                     f"{address!r}.")
 
 
+def check_timeout(seconds: float | None) -> None:
+    if seconds is not None and not (isinstance(seconds, (int, float)) and seconds > 0):
+        raise InvalidParameterError(f"--unit-timeout must be a positive duration (90s, 10m, 2h), got {seconds!r}.")
+
+
 def plan_experiment(algorithms, dataset, *, task=None, params=None, repo=None, labels=None, **options):
     """The Plan `cv` would run (validated; nothing is written)."""
     from malt import registry
@@ -134,18 +142,21 @@ def plan_experiment(algorithms, dataset, *, task=None, params=None, repo=None, l
         registry.check_task(algo, chosen.name)
     opts = task_options(chosen, options)
     chosen.check(data, opts)
-    return engine.Plan(data, source, chosen, opts, algorithm_grid(algos, params or {}))
+    return engine.Plan(data, source, chosen, opts, algorithm_grid(algos, params or {}, chosen.name))
 
 
 def cv(algorithms: str | Iterable[str], dataset: str, *, task: str | None = None,
        params: Mapping[str, Any] | None = None, repo="results", labels: str | None = None, jobs: int = 1,
-       scheduler: str | None = None, threads: int | None = None, wait: bool = False, quiet: bool = True,
-       cache: bool = True, **options) -> Run:
+       scheduler: str | None = None, threads: int | None = None, wait: bool = False, quiet: bool | None = None,
+       cache: bool = True, unit_timeout: float | None = None, **options) -> Run:
     """Cross-validate algorithms on a dataset into the repository (stored units are not recomputed).
 
     ``params``: algorithm parameters, a list of values sweeps; ``options``: task options
     (``missing=0.3``, ``folds=10``, ``split="given"``...); ``cache=False`` makes every unit compute its
-    neighbour graphs and eigenbases itself (timing studies). Returns the experiment id and counts.
+    neighbour graphs and eigenbases itself (timing studies); ``quiet``: None shows progress (units
+    done, the running units' own progress, an ETA) on stderr when it is a terminal, False always, True
+    never; ``unit_timeout``: seconds a unit may run (one over it fails with that reason, the others go
+    on). Returns the experiment id and counts.
     """
     from malt.engine import runner as engine
     from malt.engine.migrate import migrate_if_needed
@@ -155,18 +166,19 @@ def cv(algorithms: str | Iterable[str], dataset: str, *, task: str | None = None
     if threads is not None and threads < 1:
         raise InvalidParameterError(f"--threads must be at least 1, got {threads}.")
     check_scheduler(scheduler)
+    check_timeout(unit_timeout)
     store = repository(repo)
     store.check_writable_target()
     plan = plan_experiment(algorithms, dataset, task=task, params=params, repo=store, labels=labels, **options)
     migrate_if_needed(store, wait)
     counts = engine.execute(store, plan, jobs=jobs, scheduler=scheduler, quiet=quiet, wait=wait, threads=threads,
-                            cache=cache)
+                            cache=cache, unit_timeout=unit_timeout)
     return Run(plan.experiment, **counts.as_dict(), failures=counts.failures)
 
 
 def rerun(repo="results", *, experiments: Iterable[str] = (), algorithms: Iterable[str] = (), jobs: int = 1,
-          scheduler: str | None = None, threads: int | None = None, wait: bool = False, quiet: bool = True,
-          on_error=None) -> list[Run]:
+          scheduler: str | None = None, threads: int | None = None, wait: bool = False, quiet: bool | None = None,
+          unit_timeout: float | None = None, on_error=None) -> list[Run]:
     """Finish what interruptions left (and retry failed units) in every experiment (or those named);
     with ``algorithms``, recompute every unit of those. An experiment that cannot be reopened is
     reported through ``on_error(experiment, error)`` and skipped, never stopping the others (without
@@ -179,38 +191,82 @@ def rerun(repo="results", *, experiments: Iterable[str] = (), algorithms: Iterab
 
     store = repository(repo).check_readable()
     check_scheduler(scheduler)
+    check_timeout(unit_timeout)
     names = _names(algorithms)
     for name in names:
         registry.get(name)
     migrate_if_needed(store, wait)
     runs = []
-    for exp in _names(experiments) or store.experiments():
+    for exp in resolve(store, experiments) or store.experiments():
         try:
             spec = store.read_spec(exp)
             dataset = reopen(spec, store)
             task = get_task(spec["task"])
             options = task.Params.from_dict(spec["task_params"])
-            entries = []
+            entries, folds, refused = [], {}, []
             for item in spec["plan"]:
                 if names and item["algorithm"] not in names:
                     continue
-                algo = registry.get(item["algorithm"])
-                entries.append((algo, algo.Params(**item["params"])))
+                try:
+                    entries.append(planned_entry(exp, item, task.name))
+                except InvalidParameterError as err:  # nothing to compute for it today; its units stay
+                    refused.append(str(err))
+                    continue
+                if "folds" in item:
+                    folds[(item["algorithm"], entries[-1][1].key())] = int(item["folds"])
             if not entries:
+                if refused:
+                    runs.append(Run(exp, refused=refused))
                 continue
             plan = engine.Plan(dataset, spec.get("source") or {"kind": "legacy", "ref": spec.get("dataset_ref")},
-                               task, options, entries)
+                               task, options, entries, folds)
             if plan.experiment != exp:
                 raise MaltError(f"Experiment {exp} does not match its spec (it would now be {plan.experiment}); "
                                 f"`malt repair --experiment {exp}` checks it.")
             counts = engine.execute(store, plan, force=set(names), jobs=jobs, scheduler=scheduler, quiet=quiet,
-                                    wait=wait, threads=threads)
-            runs.append(Run(exp, **counts.as_dict(), failures=counts.failures))
+                                    wait=wait, threads=threads, unit_timeout=unit_timeout)
+            runs.append(Run(exp, **counts.as_dict(), failures=counts.failures, refused=refused))
         except MaltError as err:
             if on_error is None:
                 raise
             on_error(exp, err)
     return runs
+
+
+def planned_entry(experiment: str, item: dict, task: str) -> tuple:
+    """(algorithm class, Params) of one item of a stored plan. A setting today's declarations refuse (a
+    parameter it does not use, stored by an older malt) raises InvalidParameterError naming the
+    `malt forget` that removes it."""
+    from malt import registry
+
+    algo = registry.get(item["algorithm"])
+    try:
+        params = algo.Params(**item["params"])
+        params.check_active(item["params"], {"task": task})
+    except InvalidParameterError as err:
+        forget = " ".join(f"--param {k}={_strings(v)}" for k, v in sorted(item["params"].items()))
+        raise InvalidParameterError(f"{experiment}: the setting {item.get('display') or algo.name} is refused today "
+                                    f"({err}), so it is not rerun and its stored units stay as they are; "
+                                    f"`malt forget {experiment} --algo {algo.name} {forget}` removes it.") from None
+    return algo, params
+
+
+def resolve(store, experiments: Iterable[str]) -> list[str]:
+    """The experiment ids these name: each an id or an unambiguous beginning of one (``emot``)."""
+    return [store.resolve(e) for e in _names(experiments)]
+
+
+def forget(experiment: str, repo="results", *, algorithms: Iterable[str] = (), params: Mapping[str, Any] | None = None,
+           wait: bool = False):
+    """Remove the settings of ``experiment`` (an id or its unambiguous beginning) of these
+    ``algorithms`` whose parameters take these ``params`` values, or with neither the whole
+    experiment: safe, recorded in its provenance, everything else left as it was (see
+    `malt.engine.forget`). Returns a `Forgotten` (experiment, settings, units, moved_to)."""
+    from malt.engine.forget import forget as run_forget
+
+    store = repository(repo).check_readable()
+    exp = store.resolve(experiment)
+    return run_forget(store, exp, _names(algorithms), {k: _strings(v) for k, v in (params or {}).items()}, wait=wait)
 
 
 @dataclass
@@ -234,7 +290,7 @@ def rescore(repo="results", *, experiments: Iterable[str] = (), metrics: Iterabl
     migrate_if_needed(store, wait)
     only = set(metrics)
     out: list[Rescored] = []
-    for exp in _names(experiments) or store.experiments():
+    for exp in resolve(store, experiments) or store.experiments():
         try:
             files = store.experiment(exp)
             spec = files.read_spec()
@@ -275,11 +331,13 @@ def _same_scores(new: dict, old: dict) -> bool:
 
 
 def load(path="results", experiments: Iterable[str] | None = None):
-    """The stored results under ``path`` (a repository, or a folder of repositories)."""
+    """The stored results under ``path`` (a repository, or a folder of repositories); ``experiments``:
+    only these (ids or their unambiguous beginnings)."""
     from malt.results.result_set import ResultSet
 
     if experiments:
-        return ResultSet.from_repository(repository(path).check_readable(), list(experiments))
+        store = repository(path).check_readable()
+        return ResultSet.from_repository(store, resolve(store, experiments))
     return ResultSet.load(path)
 
 

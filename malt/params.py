@@ -17,9 +17,18 @@ separated by ``;``: ``--param "k_grid=5,10;20,40"``).
 
 Identity: `key` hashes only the values that differ from the defaults, so a parameter added later
 at a default that keeps the old behaviour leaves every stored key as it was.
+
+Activity: a parameter used only in some modes says so with ``active_when`` (a `When`)::
+
+    C: float = param(1.0, "used as given with select=none", Interval(0, None), active_when=When(select="none"))
+
+and is refused, in one line naming the switch, whenever it is given while inactive ("C is ignored
+while select='inner-cv'; pass --param select=none"), so no setting is a silent no-op. A field that
+depends on an inactive switch is inactive too.
 """
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import hashlib
 import itertools
@@ -27,7 +36,7 @@ import json
 import math
 import typing
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Iterable, Mapping
 
 from malt.errors import InvalidParameterError
 
@@ -74,20 +83,83 @@ class Options:
         return "one of " + ", ".join(repr(v) for v in self.values)
 
 
+class Includes:
+    """A required value of a list-valued parameter: the list holds ``value`` (``kernel_grid`` with 'rbf')."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class When:
+    """When a parameter is used: required values of other parameters, or of the run's context
+    (``task='ratings'``). ``When(a=1, b=Options("x", "y"))`` requires both; ``w1 | w2`` either;
+    ``w1 & w2`` both. A required value is a value (compared with ==), an `Options` of values, or
+    `Includes` (a list that holds a value)."""
+
+    def __init__(self, **required):
+        self.alternatives: tuple[tuple[tuple[str, Any], ...], ...] = (tuple(required.items()),)
+
+    @classmethod
+    def _of(cls, alternatives) -> "When":
+        out = cls()
+        out.alternatives = tuple(alternatives)
+        return out
+
+    def __or__(self, other: "When") -> "When":
+        return When._of(self.alternatives + other.alternatives)
+
+    def __and__(self, other: "When") -> "When":
+        return When._of(a + b for a in self.alternatives for b in other.alternatives)
+
+    def names(self) -> set[str]:
+        return {name for alternative in self.alternatives for name, _ in alternative}
+
+    def __str__(self) -> str:
+        return " or ".join(" and ".join(f"{name}={_required(value)}" for name, value in alternative)
+                           for alternative in self.alternatives)
+
+
+def _required(value) -> str:
+    if isinstance(value, Options):
+        return "|".join(_show(v) for v in value.values)
+    if isinstance(value, Includes):
+        return f"(with {_show(value.value)})"
+    return "(empty)" if value == () else _show(value)
+
+
+def _meets(value, required) -> bool:
+    if isinstance(required, Includes):
+        return required.value in (value or ())
+    return value in required if isinstance(required, Options) else value == required
+
+
+def _wanted(required, current=None):
+    if isinstance(required, Includes):
+        return tuple(current or ()) + (required.value,)
+    return required.values[0] if isinstance(required, Options) else required
+
+
 def param(default: Any, help: str, constraint: Interval | Options | None = None, *, scoring: bool = False,
-          count: bool = False, repetition: bool = False):
-    """Declare one parameter: its default, a help line, and its allowed values.
+          count: bool = False, repetition: bool = False, active_when: When | None = None):
+    """Declare one parameter: its default, a help line, its allowed values and when it is used.
 
     For task options: ``scoring`` marks an option that only changes how stored predictions are
     scored (precision@k's k), so changing it reuses the predictions instead of refitting; ``count``
     one that only says how many repetitions to plan (run i is the same whatever the count), so
     raising it computes only the new ones; ``repetition`` one that repeats the protocol differently
-    (a seed), so a published table is matched whatever its value (counts are repetitions too)."""
+    (a seed), so a published table is matched whatever its value (counts are repetitions too).
+
+    ``active_when``: the condition under which the parameter is used (see `When`); it joins the
+    conditions the Params class implies (`Params.implied_condition`). Giving the parameter while
+    the condition fails is refused."""
     return field(default=default, metadata={"help": help, "constraint": constraint, "scoring": scoring,
-                                            "count": count, "repetition": repetition or count})
+                                            "count": count, "repetition": repetition or count,
+                                            "active_when": active_when})
 
 
 _TYPE_NAMES = {int: "an int", float: "a float", bool: "a bool", str: "a str"}
+_CHECK_ACTIVE = contextvars.ContextVar("malt_check_active", default=True)
+"""False while `Params.as_stored` reads an old setting."""
 
 
 @dataclass(frozen=True)
@@ -151,6 +223,8 @@ class Params:
                         f"{'' if isinstance(constraint, Options) else info.type_name() + ' '}"
                         f"{constraint.describe()}. Got {value!r} instead."
                     )
+        if _CHECK_ACTIVE.get():
+            self.check_active(self.changed())
 
     def _coerce(self, name: str, kind: type, value):
         ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
@@ -173,6 +247,87 @@ class Params:
             found = tuple(_field_info(f, hints[f.name]) for f in dataclasses.fields(cls))
             type.__setattr__(cls, "_field_infos", found)
         return found
+
+    # ---- activity ----------------------------------------------------------------------------
+    @classmethod
+    def implied_condition(cls, name: str) -> When | None:
+        """The condition a family of Params implies for field ``name`` by convention (None: always
+        used); `malt.numerics.selection.InnerCVParams` declares its selection vocabulary here."""
+        return None
+
+    @classmethod
+    def conditions(cls) -> dict[str, When]:
+        """Field name -> the condition under which it is used (fields used always are absent)."""
+        found = cls.__dict__.get("_conditions")
+        if found is None:
+            found = {}
+            for f in dataclasses.fields(cls):
+                implied, declared = cls.implied_condition(f.name), f.metadata.get("active_when")
+                condition = implied & declared if implied and declared else implied or declared
+                if condition is not None:
+                    found[f.name] = condition
+            type.__setattr__(cls, "_conditions", found)
+        return found
+
+    def inactive_reason(self, name: str, context: Mapping[str, Any] | None = None,
+                        _seen: frozenset = frozenset()) -> tuple[str, Any, Any] | None:
+        """None when field ``name`` is used with these values; else (the switch that turns it off, the
+        switch's value, what the switch must be: a value or an `Options`). A switch that is itself unused
+        turns off what depends on it; a context entry (``task``) missing from ``context`` is assumed to
+        allow it."""
+        condition = self.conditions().get(name)
+        if condition is None or name in _seen:
+            return None
+        context = context or {}
+        fields = set(self.names())
+        first = None
+        for alternative in condition.alternatives:
+            reason = None
+            for key, required in alternative:
+                if key in fields:
+                    reason = self.inactive_reason(key, context, _seen | {name})
+                    value = getattr(self, key)
+                elif key in context:
+                    value = context[key]
+                else:
+                    continue
+                if reason is None and not _meets(value, required):
+                    reason = (key, value, required)
+                if reason is not None:
+                    break
+            if reason is None:
+                return None
+            first = first or reason
+        return first
+
+    def check_active(self, given: Iterable[str] = (), context: Mapping[str, Any] | None = None) -> None:
+        """Refuse (InvalidParameterError, one line naming the switch) any of the ``given`` fields that
+        these values leave unused."""
+        for name in given:
+            reason = self.inactive_reason(name, context)
+            if reason is None:
+                continue
+            switch, value, required = reason
+            if switch == "task":
+                tasks = required.values if isinstance(required, Options) else (required,)
+                raise InvalidParameterError(f"{name} is ignored on the {value} task ({self._owner} uses it on the "
+                                            f"{' and '.join(tasks)} task{'s' if len(tasks) > 1 else ''}); drop "
+                                            f"--param {name}.")
+            raise InvalidParameterError(f"{name} is ignored while {switch}={value!r}; pass --param "
+                                        f"{switch}={_show(_wanted(required, value))}")
+
+    def active_values(self, **changes) -> "Params":
+        """A copy with ``changes``, every field they leave unused back at its default (how a selection
+        turns a Params with grids into one candidate: select='none' and the chosen values)."""
+        values = {**self.to_dict(), **changes}
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        for _ in range(len(defaults)):
+            probe = _unchecked(type(self), values)
+            unused = {k for k in values if values[k] != defaults[k] and probe.inactive_reason(k)}
+            if not unused:
+                break
+            values.update({k: defaults[k] for k in unused})
+        return type(self)(**values)
 
     # ---- conversions -------------------------------------------------------------------------
     @classmethod
@@ -212,6 +367,25 @@ class Params:
             cls.parse_value(sorted(unknown)[0], "")
         return cls(**values)
 
+    def derived(self, **changes) -> "Params":
+        """A copy with ``changes`` for an algorithm's own use (its refits with another decision rule):
+        values are validated, activity is not checked again (the setting was, when it was given)."""
+        token = _CHECK_ACTIVE.set(False)
+        try:
+            return dataclasses.replace(self, **changes)
+        finally:
+            _CHECK_ACTIVE.reset(token)
+
+    @classmethod
+    def as_stored(cls, values: Mapping[str, Any]) -> "Params":
+        """`from_dict` of a setting an older malt stored, even one today's declarations refuse (a field
+        its mode ignores): for reading and converting old results, never for running them."""
+        token = _CHECK_ACTIVE.set(False)
+        try:
+            return cls.from_dict(values)
+        finally:
+            _CHECK_ACTIVE.reset(token)
+
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
@@ -235,8 +409,9 @@ class Params:
 
     @classmethod
     def describe(cls) -> list[dict[str, Any]]:
-        """One dict per parameter (name, type, default, allowed, help) for listings."""
+        """One dict per parameter (name, type, default, allowed, help, when it is used) for listings."""
         rows = []
+        conditions = cls.conditions()
         for info in cls._fields():
             constraint = info.field.metadata.get("constraint")
             kind = f"list of {info.kind.__name__}" if info.is_list else info.kind.__name__
@@ -246,6 +421,7 @@ class Params:
                 "default": info.field.default,
                 "allowed": str(constraint) if constraint is not None else "",
                 "help": info.field.metadata.get("help", ""),
+                "active_when": str(conditions[info.name]) if info.name in conditions else "",
             })
         return rows
 
@@ -288,11 +464,30 @@ def _jsonable(value):
     raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
-def grid(cls: type[Params], assignments: Mapping[str, str]) -> list[Params]:
+def _unchecked(cls: type[Params], values: Mapping[str, Any]) -> Params:
+    """An instance holding ``values`` as given (no validation): for asking what they would leave unused."""
+    probe = object.__new__(cls)
+    for name, value in values.items():
+        object.__setattr__(probe, name, value)
+    return probe
+
+
+def grid(cls: type[Params], assignments: Mapping[str, str], context: Mapping[str, Any] | None = None) -> list[Params]:
     """Expand ``{'gamma': '0.01,0.1'}`` into one Params per combination of comma-separated values
-    (``;``-separated for a list-valued parameter, whose own elements are comma-separated)."""
+    (``;``-separated for a list-valued parameter, whose own elements are comma-separated). A given
+    parameter that its combination leaves unused is refused, even at its default value; ``context``
+    (``{'task': 'ratings'}``) lets conditions on the task be checked too."""
     lists = {info.name for info in cls._fields() if info.is_list}
     names = list(assignments)
     choices = [[cls.parse_value(n, part.strip()) for part in assignments[n].split(";" if n in lists else ",")]
                for n in names]
-    return [cls(**dict(zip(names, combo))) for combo in itertools.product(*choices)]
+    out = []
+    for combo in itertools.product(*choices):
+        token = _CHECK_ACTIVE.set(False)  # checked below, knowing the task
+        try:
+            params = cls(**dict(zip(names, combo)))
+        finally:
+            _CHECK_ACTIVE.reset(token)
+        params.check_active(dict.fromkeys([*names, *params.changed()]), context)
+        out.append(params)
+    return out

@@ -6,8 +6,10 @@
                      (algorithm, version, parameters), sealed with a checksum; its content is also
                      bound to the id (the id is a hash of the data, the task and its options)
 ``units.log``        append-only records (see `records`): one per finished unit (metrics,
-                     diagnostics, timings, seed, provenance session), one per run session, and a copy
-                     of the spec each time it changes (`malt repair` restores a damaged spec from it)
+                     diagnostics, timings, seed, provenance session), one per run session, a copy
+                     of the spec each time it changes (`malt repair` restores a damaged spec from it),
+                     and one per `malt forget` (the settings it removed: their earlier unit records
+                     no longer count; it stays in the experiment's provenance)
 ``predictions.log``  append-only records holding each unit's test predictions (the arrays the task
                      packs), so scores can be recomputed without refitting (`malt rescore`)
 ``.lock``            held by the one process writing this experiment
@@ -27,8 +29,8 @@ import numpy as np
 from malt.errors import unknown_name
 
 from . import legacy
-from .files import (atomic_write, check_file, check_folder, check_no_links, ensure_dir, read_bytes, sweep_temporaries,
-                    validate_name)
+from .files import (atomic_write, check_file, check_folder, check_no_links, ensure_dir, fsync_dir, read_bytes,
+                    sweep_temporaries, validate_name, write_error)
 from .integrity import DamagedJSON, seal, unseal_json
 from .locks import FileLock
 from .records import MAGIC_1, AppendLog, encode, payload, read_log, reframed
@@ -145,6 +147,9 @@ class ExperimentFiles:
                         session["ended"] = header.get("ended")
             elif kind == "spec" and isinstance(header.get("spec"), dict):
                 specs.append(header["spec"])
+            elif kind == "forget":
+                units = forget_units(units, header)
+                sessions.append(dict(header))
         return units, sessions, specs
 
     def read_predictions(self, wanted: dict[str, str], problems: list | None = None) -> dict[str, dict]:
@@ -224,6 +229,30 @@ class ExperimentWriter:
         self._pending_session = dict(info, type="session", session=sid)
         return sid
 
+    def forget(self, record: dict) -> None:
+        """Append a `malt forget` record (``settings``: [algorithm, params key] pairs whose unit records
+        so far stop counting) and make it durable."""
+        self._log(UNITS).append(encode(dict(record, type="forget")))
+        self.sync()
+
+    def set_aside(self) -> Path:
+        """Move the whole experiment folder to ``REPO/forgotten/`` (one rename: it is in one place or the
+        other); returns where it went. The caller's lock goes with it."""
+        self.close_logs()
+        root = self.files.root
+        target = ensure_dir(root, root / "forgotten") / self.files.id
+        n = 1
+        while os.path.lexists(target):
+            n += 1
+            target = target.with_name(f"{self.files.id}.{n}")
+        try:
+            os.rename(self.files.folder, target)
+        except OSError as err:
+            raise write_error(self.files.folder, err) from None
+        fsync_dir(target.parent)
+        fsync_dir(self.files.folder.parent)
+        return target
+
     def end_session(self, sid: str) -> None:
         """Mark the end of a run session (its provenance gets an end time) and make everything durable."""
         if sid in self._written_sessions:
@@ -265,15 +294,19 @@ class ExperimentWriter:
         if not found.records and not (force and (found.damaged or found.torn_tail)):
             return False
         newest: dict[str, int] = {}
-        specs = []
+        specs, forgets = [], []
         for i, record in enumerate(found.records):
             kind = record.header.get("type")
             if kind == "unit":
                 newest[record.header["unit"]] = i
             elif kind == "spec":
                 specs.append(i)
+            elif kind == "forget":  # what it removed goes; the record stays (provenance)
+                kept = forget_units({k: found.records[j].header for k, j in newest.items()}, record.header)
+                newest = {k: j for k, j in newest.items() if k in kept}
+                forgets.append(i)
         sessions_used = {found.records[i].header.get("session") for i in newest.values()}
-        keep = sorted(set(newest.values()) | set(specs[-1:])
+        keep = sorted(set(newest.values()) | set(specs[-1:]) | set(forgets)
                       | {i for i, r in enumerate(found.records)
                          if r.header.get("type") in ("session", "session-end")
                          and r.header.get("session") in sessions_used})
@@ -316,7 +349,7 @@ def check_layout(root: Path, folder: Path) -> None:
     files are symbolic links, FIFOs, devices, sockets or (for files) folders, or whose logs and lock
     files have other hard links (a repository someone sent may try to redirect writes elsewhere, or
     to hang the writer)."""
-    for name in ("cache", "datasets", "data", "experiments", "legacy"):
+    for name in ("cache", "datasets", "data", "experiments", "forgotten", "legacy"):
         check_folder(root, root / name)
     check_file(root, root / ".lock", single_link=True)
     check_folder(root, folder)
@@ -333,6 +366,12 @@ def legacy_tail(data: bytes, found) -> bool:
     """The log ends in an incomplete record of framing 1. No writer of today appends one, so it is not
     a write in flight: readers name it (framing 1 cannot tell a torn write from damaged lengths)."""
     return found.torn_tail and data[found.end:found.end + 8] == MAGIC_1
+
+
+def forget_units(units: dict[str, dict], record: dict) -> dict[str, dict]:
+    """``units`` without those of the settings a forget record names."""
+    settings = {tuple(s) for s in record.get("settings") or [] if isinstance(s, (list, tuple)) and len(s) == 2}
+    return {k: r for k, r in units.items() if (r.get("algorithm"), r.get("params_key")) not in settings}
 
 
 def latest_valid_spec(specs: list[dict], experiment_id: str) -> dict | None:

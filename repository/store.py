@@ -10,6 +10,7 @@ Layout (format 2)::
     REPO/datasets/objects/H.h5     imported content, addressed by hash
     REPO/cache/KEY.h5              content-addressed artifacts with digests (see `cache`)
     REPO/experiments/ID/           spec.json, units.log, predictions.log, .lock (see `experiments`)
+    REPO/forgotten/ID/             experiments `malt forget` set aside (delete the folder to free the space)
     REPO/legacy/                   format-1 files kept after migration (never deleted by malt)
 
 Guarantees: everything kept is checksummed and verified on read (damage is named, never used); an
@@ -23,7 +24,7 @@ import os
 import time
 from pathlib import Path
 
-from malt.errors import RepositoryError
+from malt.errors import RepositoryError, UnknownNameError, unknown_name
 
 from .cache import ArtifactCache
 from .experiments import ExperimentFiles, experiment_ids
@@ -187,6 +188,20 @@ class Repository:
 
     def read_spec(self, experiment_id: str) -> dict:
         return self.experiment(experiment_id).read_spec()
+
+    def resolve(self, given: str) -> str:
+        """The experiment id ``given`` names: itself, or the one id it begins (``emot`` for
+        ``emotions-multilabel-1a2b3c4d``); an ambiguous or unknown one is refused, listing the candidates."""
+        ids = self.experiments()
+        if given in ids:
+            return given
+        matches = [e for e in ids if e.startswith(given)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise UnknownNameError(f"'{given}' begins {len(matches)} experiment ids: {', '.join(matches[:8])}"
+                                   f"{', …' if len(matches) > 8 else ''}; give more of the id.")
+        raise unknown_name("experiment", given, ids, "Run `malt results` to list the experiments.")
 
     # ---- imported datasets -----------------------------------------------------------------------
     def imported(self) -> list[str]:

@@ -30,11 +30,12 @@ def _records(repo) -> dict:
 
 @pytest.mark.timeout(180)
 def test_the_api_and_the_cli_store_the_same_units(tmp_path):
-    run = malt.cv(["mllr", "mlknn"], "synthetic-multilabel", params={"C": [0.1, 1.0]}, repo=tmp_path / "api",
-                  missing=0.3, folds=3)
+    run = malt.cv(["mllr", "mlknn"], "synthetic-multilabel", params={"C": [0.1, 1.0], "select": "none"},
+                  repo=tmp_path / "api", missing=0.3, folds=3)
     assert run.ok and run.ran == 9 and run.experiment.startswith("synthetic-multilabel-multilabel-")
-    shown = run_malt("cv", "--algo", "mllr", "--algo", "mlknn", "--param", "C=0.1,1.0", "--dataset",
-                     "synthetic-multilabel", "--missing", "0.3", "--folds", "3", "--quiet", "--repo", tmp_path / "cli")
+    shown = run_malt("cv", "--algo", "mllr", "--algo", "mlknn", "--param", "C=0.1,1.0", "--param", "select=none",
+                     "--dataset", "synthetic-multilabel", "--missing", "0.3", "--folds", "3", "--quiet",
+                     "--repo", tmp_path / "cli")
     assert shown.stdout.strip() == run.experiment
     assert _records(tmp_path / "api") == _records(tmp_path / "cli")
     frame = malt.load(tmp_path / "api").frame

@@ -25,7 +25,7 @@ def _plan():
     task = get_task("multilabel")
     tparams = task.Params(missing=0.2)
     algo = registry.get("mllr")
-    entries = [(algo, algo.Params(C=c)) for c in (0.1, 0.3, 1.0, 3.0)]
+    entries = [(algo, algo.Params(select="none", C=c)) for c in (0.1, 0.3, 1.0, 3.0)]
     return engine.Plan(dataset, {"kind": "catalogue", "name": dataset.name}, task, tparams, entries)
 
 
@@ -71,3 +71,34 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path):
 
     with pytest.raises(MaltError, match="Cannot reach the Dask scheduler"):
         _execute(tmp_path / "repo", scheduler="tcp://127.0.0.1:9")
+
+
+def test_the_units_on_the_cluster_report_their_own_progress_to_the_driver(tmp_path, monkeypatch, capsys):
+    """ctx.progress inside a unit on a Dask worker reaches the driver's progress line (an event topic)."""
+    monkeypatch.setenv("MALT_PROGRESS_SECONDS", "0")
+    dataset = open_dataset("synthetic-multilabel")
+    task, algo = get_task("multilabel"), registry.get("mllr")
+    plan = engine.Plan(dataset, {"kind": "catalogue", "name": dataset.name}, task, task.Params(), [(algo, algo.Params())])
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        counts = engine.execute(Repository(tmp_path / "repo"), plan, scheduler=cluster.scheduler_address, quiet=False)
+    err = capsys.readouterr().err
+    assert counts.ran == 5 and "(inner CV over C)" in err and "ETA" in err
+
+
+@pytest.mark.timeout(120)
+def test_a_unit_over_its_time_limit_on_the_cluster_is_cancelled_and_the_others_go_on(tmp_path):
+    import tests.plugins.counting  # noqa: F401  (a cluster of threads in this process knows the test plugin)
+
+    dataset = open_dataset("synthetic-multilabel")
+    task, algo = get_task("missing"), registry.get("test-counting")
+    plan = engine.Plan(dataset, {"kind": "catalogue", "name": dataset.name}, task, task.Params(folds=3),
+                       [(algo, algo.Params(fold_seconds=(0.0, 0.0, 8.0)))])
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp://",
+                                  host="127.0.0.1", dashboard_address=":0") as cluster:
+        start = time.monotonic()
+        counts = engine.execute(Repository(tmp_path / "repo"), plan, scheduler=cluster.scheduler_address, quiet=True,
+                                unit_timeout=1.0)
+        took = time.monotonic() - start
+    assert counts.ran == 3 and counts.failed == 1 and took < 7
+    assert "UnitTimeout" in counts.failures[0][2] and counts.failures[0][1] == 2

@@ -1,6 +1,8 @@
 """The engine against a real repository: skip-if-stored, cache reuse, rerun, failures, parallel."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -171,10 +173,10 @@ def test_a_scoring_option_reuses_stored_predictions(repo_path, counter):
 
 def test_a_long_unit_reports_its_own_progress_and_an_eta(repo_path, counter, monkeypatch, capsys):
     """Inner loops report through ctx.progress; the engine shows the running unit's share and an ETA
-    from measured unit times (one line per update when stderr is not a terminal)."""
+    (one line per update when stderr is not a terminal and MALT_PROGRESS_SECONDS=0)."""
     from malt import api
 
-    monkeypatch.setattr(Progress, "LOG_SECONDS", 0.0)
+    monkeypatch.setenv("MALT_PROGRESS_SECONDS", "0")
     api.cv("test-counting", "synthetic-multilabel", task="missing", params={"steps": 4, "sleep": 0.01},
            repo=repo_path, quiet=False, folds=2)
     err = capsys.readouterr().err
@@ -182,13 +184,66 @@ def test_a_long_unit_reports_its_own_progress_and_an_eta(repo_path, counter, mon
     assert "1/2 units" in err and "ETA" in err
 
 
-def test_the_eta_is_the_measured_unit_time_times_what_remains():
-    progress = Progress(10, "x", quiet=True)
-    progress.start = 0.0
-    progress.done = 4
-    assert progress.eta(now=8.0) == pytest.approx(12.0)  # 2 s a unit, 6 units to go
-    progress.inner = (0.5, "")
-    assert progress.eta(now=9.0) == pytest.approx(9.0 / 4.5 * 5.5)
+def test_the_eta_adds_what_each_remaining_unit_of_each_setting_costs():
+    """Measured in this run, else known from the repository, else from a running unit's own reports;
+    a setting nothing is known about gives a lower bound."""
+    cheap, slow, new = ("test-counting", "cheap"), ("test-counting", "slow"), ("other", "x")
+    units = [(f"c{i}", cheap, "") for i in range(4)] + [(f"s{i}", slow, "") for i in range(2)]
+    progress = Progress(units, "x", quiet=True, prior={slow: 10.0})
+    progress.report("c0", 0.0)
+    progress.running["c0"].started -= 1.0  # it started a second ago
+    progress.unit_done("c0")
+    eta, kind = progress.eta(time.perf_counter())
+    assert eta == pytest.approx(3 * 1.0 + 2 * 10.0, abs=0.01) and kind == "exact"
+    progress.report("s0", 0.25)
+    progress.running["s0"].started -= 4.0  # 4 s into a setting whose units took 10 s: 6 s to go
+    eta, kind = progress.eta(time.perf_counter())
+    assert eta == pytest.approx(3 * 1.0 + 6.0 + 10.0, abs=0.05) and kind == "exact"
+    progress.running["s0"].started -= 8.0  # 12 s in, past what its units took: its own report (a quarter) rules
+    eta, kind = progress.eta(time.perf_counter())
+    assert eta == pytest.approx(3 * 1.0 + 36.0 + 10.0, abs=0.05) and kind == "exact"
+    parallel = Progress(units + [("n0", new, "")], "x", quiet=True, jobs=2, prior={slow: 10.0, cheap: 1.0})
+    eta, kind = parallel.eta(time.perf_counter())
+    assert kind == "bound" and eta == pytest.approx((4 * 1.0 + 2 * 10.0) / 2)
+    limited = Progress(units, "x", quiet=True, prior={slow: 10.0, cheap: 1.0}, limit=2.0)  # --unit-timeout 2s
+    assert limited.eta(time.perf_counter()) == (pytest.approx(4 * 1.0 + 2 * 2.0), "exact")
+
+
+def _seconds(text: str) -> float:
+    import re
+
+    m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:([\d.]+)s)?", text)
+    return 3600 * float(m[1] or 0) + 60 * float(m[2] or 0) + float(m[3] or 0)
+
+
+def _progress_lines(err: str) -> tuple[list[tuple[float, float]], float]:
+    """(seconds elapsed, ETA) of every progress line with an exact ETA, and the elapsed time of the last line."""
+    import re
+
+    etas = [(_seconds(a), _seconds(b)) for a, b in re.findall(r"; (\S+) elapsed, ETA ([\d.hms]+)$", err,
+                                                                re.MULTILINE)]
+    ends = [_seconds(a) for a in re.findall(r"; (\S+) elapsed", err)]
+    return etas, max(ends)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_eta_of_a_run_mixing_cheap_and_expensive_units_is_within_two_fold_of_the_truth(repo_path, monkeypatch,
+                                                                                          capsys, jobs):
+    """Six units of 20 ms and six of 1 s (reporting five steps each): an ETA within two seconds, and every
+    ETA within 2x of the time that was in fact left (an average over all finished units was 6-19x optimistic)."""
+    monkeypatch.setenv("MALT_PROGRESS_SECONDS", "0")
+    dataset = open_dataset("synthetic-multilabel")
+    task, algo = get_task("missing"), registry.get("test-counting")
+    plan = engine.Plan(dataset, {"kind": "catalogue", "name": dataset.name}, task, task.Params(folds=6),
+                       [(algo, algo.Params(sleep=0.02)), (algo, algo.Params(sleep=0.2, steps=5))])
+    engine.execute(Repository(repo_path), plan, jobs=jobs, quiet=False)
+    etas, end = _progress_lines(capsys.readouterr().err)
+    assert etas and min(t for t, _ in etas) < 2.0, etas[:5]
+    checked = [(t, eta, end - t) for t, eta in etas if end - t >= 1.0]
+    assert len(checked) >= 3, etas
+    for t, eta, truth in checked:
+        assert truth / 2 <= eta <= 2 * truth, (t, eta, truth, etas)
 
 
 def test_reading_results_imports_no_algorithm_and_running_one_imports_only_its_module(tmp_path):
@@ -234,3 +289,26 @@ def test_jobs_sample_a_costly_first_unit_once_then_share_the_rest(tmp_path, coun
     start_cost = engine.WORKER_START_SECONDS["fork" if engine._can_fork() else "loky"]  # loky if a thread runs
     assert driver_units(tmp_path / "costly", 2 * start_cost) == 1
     assert driver_units(tmp_path / "cheap", 0.0) == 3  # all in process: workers would not pay
+
+
+@pytest.mark.timeout(60)
+def test_the_repository_remembers_what_a_setting_costs_so_the_eta_is_there_from_the_start(repo_path, monkeypatch,
+                                                                                          capsys):
+    """Units of a setting run before on the same data (another experiment) say what the next ones cost:
+    the very first progress line of a new run already has an exact ETA, within 2x of the truth."""
+    monkeypatch.setenv("MALT_PROGRESS_SECONDS", "0")
+    dataset = open_dataset("synthetic-multilabel")
+    task, algo = get_task("missing"), registry.get("test-counting")
+
+    def run(folds):
+        plan = engine.Plan(dataset, {"kind": "catalogue", "name": dataset.name}, task, task.Params(folds=folds),
+                           [(algo, algo.Params(sleep=0.3))])
+        engine.execute(Repository(repo_path), plan, quiet=False)
+        return capsys.readouterr().err
+
+    run(2)
+    err = run(5)
+    first = err.splitlines()[0]
+    assert "0/5 units" in first and " ETA " in first and "ETA >" not in first and "ETA ~" not in first, first
+    etas, end = _progress_lines(err)
+    assert etas[0][0] < 0.5 and end / 2 <= etas[0][1] <= 2 * end, (etas[0], end)

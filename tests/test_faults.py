@@ -11,7 +11,8 @@ from malt.repository.store import Repository
 from malt.results import ResultSet
 from tests.helpers import ROOT, malt_cmd, run_malt
 
-ARGS = ["cv", "--algo", "mllr", "--dataset", "synthetic-multilabel", "--param", "C=0.1,0.3,1,3", "--quiet"]
+ARGS = ["cv", "--algo", "mllr", "--dataset", "synthetic-multilabel", "--param", "C=0.1,0.3,1,3", "--param", "select=none",
+        "--quiet"]
 
 
 def _limit_file_size():

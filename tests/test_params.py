@@ -3,7 +3,7 @@ from dataclasses import dataclass
 import pytest
 
 from malt.errors import InvalidParameterError
-from malt.params import Interval, Options, Params, grid, param
+from malt.params import Interval, Options, Params, When, grid, param
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,3 +85,51 @@ def test_key_hashes_only_values_that_differ_from_the_defaults():
     assert Older().key() == Newer().key()
     assert Older(alpha=0.5).key() == Newer(alpha=0.5).key()
     assert Newer(beta=4).key() != Newer().key()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Switched(Params):
+    select: str = param("inner-cv", "a switch", Options("none", "inner-cv"))
+    C: float = param(1.0, "used with select=none", Interval(0, None), active_when=When(select="none"))
+    solver: str = param("cg", "a solver", Options("cg", "alternate"), active_when=When(task="missing"))
+    relax: float = param(1.5, "alternate only", Interval(0, 2), active_when=When(solver="alternate"))
+    rank: int = param(5, "a rank", Interval(1, None), active_when=When(select="none") | When(task="ratings"))
+
+
+def test_a_parameter_given_while_its_switch_turns_it_off_is_refused_in_one_line():
+    with pytest.raises(InvalidParameterError, match=r"^C is ignored while select='inner-cv'; pass --param select=none$"):
+        Switched(C=0.1)
+    assert Switched(select="none", C=0.1).C == 0.1
+    with pytest.raises(InvalidParameterError, match=r"^C is ignored while select='inner-cv'"):
+        grid(Switched, {"C": "0.1,1,10"})
+    with pytest.raises(InvalidParameterError, match=r"^C is ignored"):  # given at its default: still refused
+        grid(Switched, {"C": "1"})
+    assert [p.C for p in grid(Switched, {"C": "0.1,1", "select": "none"})] == [0.1, 1.0]
+
+
+def test_a_switch_that_is_itself_unused_turns_off_what_depends_on_it():
+    Switched(solver="alternate", relax=1.0)  # without a task, the task condition may hold
+    with pytest.raises(InvalidParameterError, match=r"^relax is ignored while solver='cg'; pass --param "
+                                                    r"solver=alternate$"):
+        Switched(relax=1.0)
+    with pytest.raises(InvalidParameterError, match=r"^relax is ignored on the ratings task"):
+        grid(Switched, {"relax": "1.0", "solver": "alternate"}, {"task": "ratings"})
+    with pytest.raises(InvalidParameterError, match=r"^solver is ignored on the ratings task"):
+        grid(Switched, {"solver": "alternate"}, {"task": "ratings"})
+    grid(Switched, {"solver": "alternate", "relax": "1.0"}, {"task": "missing"})
+
+
+def test_alternatives_either_of_which_turns_a_parameter_on():
+    assert Switched(rank=3, select="none").rank == 3
+    assert grid(Switched, {"rank": "3"}, {"task": "ratings"})[0].rank == 3
+    with pytest.raises(InvalidParameterError, match=r"^rank is ignored while select='inner-cv'"):
+        grid(Switched, {"rank": "3"}, {"task": "missing"})
+    assert str(Switched.conditions()["rank"]) == "select=none or task=ratings"
+    assert {row["name"]: row["active_when"] for row in Switched.describe()}["C"] == "select=none"
+
+
+def test_active_values_resets_what_the_changes_turn_off():
+    """How a selection makes one candidate of a Params with grids: unused fields back at their defaults."""
+    chosen = Switched(select="none", C=0.1, solver="alternate", relax=1.0).active_values(select="inner-cv")
+    assert (chosen.select, chosen.C, chosen.relax) == ("inner-cv", 1.0, 1.0)
+    assert Switched(solver="alternate", relax=1.0).active_values(solver="cg").relax == 1.5

@@ -125,11 +125,11 @@ def test_inner_cv_picks_the_ard_strength_with_the_lowest_holdout_error_and_refit
     val = inner_fold_ids(x.size, params.inner_folds, ctx.rng) == 0
     errors = []
     for s in params.ard_strength_grid:
-        f = ObservedFit(r[~val], c[~val], x[~val], (n, m), PCSAParams(rank=6, max_iter=60, ard_strength=s), ctx, "ard")
+        f = ObservedFit(r[~val], c[~val], x[~val], (n, m), PCSAParams(rank=6, max_iter=60, select="none", ard_strength=s), ctx, "ard")
         est = np.clip(f.at(r[val], c[val]), x[~val].min(), x[~val].max())
         errors.append(np.mean((est - x[val]) ** 2))
     best = params.ard_strength_grid[int(np.argmin(errors))]
     assert fit.diagnostics["selected_ard_strength"] == best
     np.testing.assert_allclose(fit.diagnostics["inner_cv_score"], min(errors), rtol=1e-10)
-    refit = ObservedFit(r, c, x, (n, m), PCSAParams(rank=6, max_iter=60, ard_strength=best), ctx, "ard")
+    refit = ObservedFit(r, c, x, (n, m), PCSAParams(rank=6, max_iter=60, select="none", ard_strength=best), ctx, "ard")
     np.testing.assert_allclose(fit.at(r, c), refit.at(r, c), atol=1e-10)

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from malt.numerics import graphs
-from malt.params import Interval, Options, Params, param
+from malt.params import Interval, Options, Params, When, param
 from malt.registry import Algorithm, register
 from malt.numerics.selection import InnerCVParams, candidates, inner_fold_ids, select
 from malt.splits import Prediction
@@ -40,7 +40,7 @@ class GraphParams(InnerCVParams):
     weight: str = param("rbf", "edge weights: rbf exp(-d²/2σ²), similarity (cosine similarity, metric=cosine), "
                         "or binary", Options("rbf", "similarity", "binary"))
     width: float = param(0.0, "RBF width σ; 0 = the median distance to the k nearest neighbours",
-                         Interval(0, None))
+                         Interval(0, None), active_when=When(weight="rbf"))
     symmetrize: str = param("max", "kNN graph symmetrisation: max (union), mean ((W+Wᵀ)/2) or min (mutual)",
                             Options("max", "mean", "min"))
     scale: str = param("none", "feature scaling before the graph ('none' as in the thesis)",
@@ -211,7 +211,8 @@ class LNPParams(AlphaParams):
                         "sparse LU; 'iterate': eq. 3.19 until max |Δf| < tol, as the thesis ran it (the same "
                         "answer to tol, ~log(tol)/log(α) sparse products: 2000 at α = 0.99)",
                         Options("iterate", "direct"))
-    tol: float = param(1e-9, "stop iterating when max |Δf| < tol", Interval(0, None, "neither"))
+    tol: float = param(1e-9, "stop iterating when max |Δf| < tol", Interval(0, None, "neither"),
+                       active_when=When(solver="iterate"))
 
 
 @register
@@ -314,23 +315,35 @@ class GWEM(_GraphAlgorithm):
 
 @dataclass(frozen=True, kw_only=True)
 class EmbeddingParams(GraphParams):
+    """Laplacian eigenmaps: the alignment matrix is the graph's Laplacian (nothing more to set)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LLEParams(EmbeddingParams):
     reg: float = param(1e-3, "LLE regulariser on the local Gram matrices (×trace)", Interval(0, None))
+
+
+@dataclass(frozen=True, kw_only=True)
+class LTSAParams(EmbeddingParams):
     tangent_dim: int = param(1, "LTSA local tangent dimension d of eq. 3.34's local fits (the label embedding f "
                              "itself is 1-D per class, §3.5)", Interval(1, None))
-    tangent_dim_grid: tuple[int, ...] = param((1, 2, 4), "candidates for tangent_dim (select=inner-cv; LTSA only)",
+    tangent_dim_grid: tuple[int, ...] = param((1, 2, 4), "candidates for tangent_dim (select=inner-cv)",
                                               Interval(1, None))
 
 
 @dataclass(frozen=True, kw_only=True)
-class ConstrainedEmbeddingParams(EmbeddingParams):
+class LabelConstraint(Params):
+    """The constrained variants' multiplier (joined to an embedding's Params)."""
+
     alpha: float = param(1.0, "Lagrange multiplier α of the label constraint (eq. 3.39)", Interval(0, None, "neither"))
     alpha_grid: tuple[float, ...] = param((1.0, 0.1, 10.0), "candidates for alpha (select=inner-cv)",
                                           Interval(0, None, "neither"))
 
 
-def _own_params(base: type[Params], name: str) -> type[Params]:
-    """A per-algorithm subclass (the registry names each Params class after its one owner)."""
-    cls = dataclass(frozen=True, kw_only=True)(type(name, (base,), {"__module__": __name__, "__qualname__": name}))
+def _own_params(bases: type[Params] | tuple[type[Params], ...], name: str) -> type[Params]:
+    """A per-algorithm subclass of ``bases`` (the registry names each Params class after its one owner)."""
+    bases = bases if isinstance(bases, tuple) else (bases,)
+    cls = dataclass(frozen=True, kw_only=True)(type(name, bases, {"__module__": __name__, "__qualname__": name}))
     globals()[name] = cls  # importable by name, so instances pickle
     return cls
 
@@ -372,7 +385,7 @@ class _Embedding(_GraphAlgorithm):
 
 
 class _ConstrainedEmbedding(_Embedding):
-    Params = ConstrainedEmbeddingParams
+    Params = _own_params((EmbeddingParams, LabelConstraint), "ConstrainedEmbeddingParams")
     own_grids = ("alpha",)
     held_out_scores = _GraphAlgorithm.held_out_scores  # eq. 3.39's constraint couples all rows: one fit per split
 
@@ -398,7 +411,7 @@ class LLELP(_Embedding):
     """LLE label propagation, eq. 3.37 with M = (I − W)ᵀ(I − W)."""
 
     name, kind = "llelp", "lle"
-    Params = _own_params(EmbeddingParams, "LLELPParams")
+    Params = _own_params(LLEParams, "LLELPParams")
 
 
 @register
@@ -406,7 +419,7 @@ class LTSALP(_Embedding):
     """LTSA label propagation, eq. 3.37 with the LTSA alignment matrix."""
 
     name, kind = "ltsalp", "ltsa"
-    Params = _own_params(EmbeddingParams, "LTSALPParams")
+    Params = _own_params(LTSAParams, "LTSALPParams")
     own_grids = ("tangent_dim",)
     version = "4"  # 3: tangent_dim joins the inner-CV grid; 4: d < k, ridge on a singular factor
 
@@ -417,7 +430,7 @@ class LELPC(_ConstrainedEmbedding):
 
     name, kind = "lelpc", "le"
     version = SOLVE_VERSION
-    Params = _own_params(ConstrainedEmbeddingParams, "LELPCParams")
+    Params = _own_params((EmbeddingParams, LabelConstraint), "LELPCParams")
 
 
 @register
@@ -425,7 +438,7 @@ class LLELPC(_ConstrainedEmbedding):
     """Constrained LLE label propagation, f ⊥ 1 (eqs. 3.39–3.40)."""
 
     name, kind = "llelpc", "lle"
-    Params = _own_params(ConstrainedEmbeddingParams, "LLELPCParams")
+    Params = _own_params((LLEParams, LabelConstraint), "LLELPCParams")
 
 
 @register
@@ -433,7 +446,7 @@ class LTSALPC(_ConstrainedEmbedding):
     """Constrained LTSA label propagation, f ⊥ 1 (eqs. 3.39–3.40)."""
 
     name, kind = "ltsalpc", "ltsa"
-    Params = _own_params(ConstrainedEmbeddingParams, "LTSALPCParams")
+    Params = _own_params((LTSAParams, LabelConstraint), "LTSALPCParams")
     own_grids = ("alpha", "tangent_dim")
     version = "4"  # 3: tangent_dim joins the inner-CV grid; 4: d < k, ridge on a singular factor
 

@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from malt.algorithms.recommenders import Biases, fit_biases
-from malt.params import Interval, Options, param
+from malt.params import Interval, Options, When, param
 from malt.registry import Algorithm, register
 from malt.numerics.selection import InnerCVParams, candidates, inner_fold_ids, select
 from malt.splits import Prediction
@@ -91,8 +91,8 @@ def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None):
         sigma2, lam_abs, edge = absolute_penalties(c, GM, GN, option, lam, fixed_rank, edge)
         if init is None:
             init = latest.get(key)
-        f = fit_mvgp(c, GM, GN, sigma2=sigma2, lam=lam_abs, frob=frob, max_rank=option.max_rank,
-                     fixed_rank=fixed_rank, grow_block=option.grow_block, init=init, **SOLVER)
+        f = fit_mvgp(c, GM, GN, sigma2=sigma2, lam=lam_abs, frob=frob, fixed_rank=fixed_rank, init=init,
+                     **growth(option), **SOLVER)
         f["sigma2"], f["lam"], f["edge"] = sigma2, lam_abs, edge
         latest[key] = inner[option] = (f["U"], f["V"])
         return f, off
@@ -129,7 +129,7 @@ def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None):
     if params.ranking == "zero-filled":
         ctx.progress(0.9, "ranking fit")
         g = fit_zero_filled(train, GM, GN, lam=lam, frob=frob, fixed_rank=fixed_rank, weight=params.unrated_weight,
-                            threshold=params.rank_threshold, max_rank=params.max_rank, grow_block=params.grow_block)
+                            threshold=params.rank_threshold, **growth(params))
         scores = g["Z"][urows] @ g["W"].T
         diagnostics.update({"ranking_rank": g["rank"], "ranking_tau": g["tau"],
                             "ranking_converged": bool(g["solver_converged"]),
@@ -137,6 +137,11 @@ def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None):
     else:
         scores = f["Z"][urows] @ f["W"].T + off.mu + off.user[urows][:, None] + off.item[None, :]
     return Prediction(values=values, scores=scores, diagnostics=diagnostics)
+
+
+def growth(params) -> dict:
+    """The rank-growth settings of a model that grows its rank (KPMF's rank is fixed: none)."""
+    return {"max_rank": params.max_rank, "grow_block": params.grow_block} if isinstance(params, Growing) else {}
 
 
 def absolute_penalties(centred, GM, GN, option, lam: float, fixed_rank, edge=None):
@@ -157,7 +162,7 @@ def absolute_penalties(centred, GM, GN, option, lam: float, fixed_rank, edge=Non
     return sigma2, lam_ * edge / sigma2, edge
 
 
-def fit_zero_filled(train, GM, GN, *, lam, frob, fixed_rank, weight, threshold, max_rank, grow_block):
+def fit_zero_filled(train, GM, GN, *, lam, frob, fixed_rank, weight, threshold, **growth_options):
     """The same model fitted for ranking: every training rating as the target t = r / r̄ (r̄ the mean
     training rating, so the scale is the data's own), every unrated entry as an observation of 0 with
     weight ``weight`` (1: the zero-filled matrix of PureSVD, Cremonesi, Koren & Turrin 2010; < 1:
@@ -167,7 +172,7 @@ def fit_zero_filled(train, GM, GN, *, lam, frob, fixed_rank, weight, threshold, 
     Regularisation: the fit's singular values are shrunk by τ = ``threshold`` × the :func:`null_edge`
     of T: λσ² = τ for the nuclear-norm models (σ² = 1, λ = τ), the factor ridge σ² = τ for KPMF's fixed
     rank (½σ⁻²‖·‖² + ½(‖A‖² + ‖B‖²) shrinks singular values by σ²); MV-GP (λ = 0) keeps its top
-    ``max_rank`` directions. One fit, no search: about the cost of one rating fit."""
+    ``max_rank`` directions (``growth_options``: `growth` of the model's Params). One fit, no search: about the cost of one rating fit."""
     y = train.data / train.data.mean()
     T = sp.coo_matrix((y, (train.row, train.col)), shape=train.shape)
     tau = threshold * null_edge(T, GM, GN)
@@ -175,8 +180,8 @@ def fit_zero_filled(train, GM, GN, *, lam, frob, fixed_rank, weight, threshold, 
         sigma2, lam_r = tau, lam
     else:
         sigma2, lam_r = 1.0, (tau if lam > 0 else 0.0)
-    g = fit_mvgp(T, GM, GN, sigma2=sigma2, lam=lam_r, frob=frob, max_rank=max_rank, fixed_rank=fixed_rank,
-                 grow_block=grow_block, unrated=weight, **SOLVER)
+    g = fit_mvgp(T, GM, GN, sigma2=sigma2, lam=lam_r, frob=frob, fixed_rank=fixed_rank, unrated=weight,
+                 **growth_options, **SOLVER)
     g["tau"] = tau
     return g
 
@@ -199,26 +204,36 @@ class _Common(InnerCVParams):
                          Options("diffusion", "identity"))
     col_cov: str = param("diffusion", "column covariance C_N: 'diffusion' of col_graph, or 'identity'",
                          Options("diffusion", "identity"))
-    beta: float = param(1.0, "diffusion time β of the graph kernels exp(−β𝓛) + shift·I", Interval(0, None, "neither"))
+    beta: float = param(1.0, "diffusion time β of the graph kernels exp(−β𝓛) + shift·I", Interval(0, None, "neither"),
+                        active_when=When(row_cov="diffusion") | When(col_cov="diffusion"))
     shift: float = param(1.0, "diagonal shift of the graph kernels (larger = weaker graph coupling)",
-                         Interval(0, None, "neither"))
+                         Interval(0, None, "neither"),
+                         active_when=When(row_cov="diffusion") | When(col_cov="diffusion"))
     ranking: str = param("zero-filled", "ranking scores: 'zero-filled' fits the same model to the whole matrix "
                          "(ratings / their mean, unrated entries 0 with weight unrated_weight), so scores "
                          "model which items a user rates as well as how highly (Steck 2010; PureSVD); "
                          "'ratings' ranks by the predicted ratings", Options("zero-filled", "ratings"))
     unrated_weight: float = param(1.0, "weight of the unrated entries (as zeros) in the ranking fit "
                                   "(1 = PureSVD's zero-filled matrix; < 1 = Steck's AllRank)",
-                                  Interval(0, 1, "right"))
+                                  Interval(0, 1, "right"),
+                                  active_when=When(ranking="zero-filled"))
     rank_threshold: float = param(0.5, "singular-value shrinkage of the ranking fit in units of the "
                                   "zero-filled matrix's null_edge",
-                                  Interval(0, None, "neither"))
+                                  Interval(0, None, "neither"),
+                                  active_when=When(ranking="zero-filled"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Growing(_Common):
+    """The models whose rank grows until the optimality condition holds (not KPMF's fixed rank)."""
+
     max_rank: int = param(50, "largest rank of B the solver grows to", Interval(1, None))
     grow_block: int = param(10, "factors added per rank-growth step (top singular pairs of −∇ above λ)",
                             Interval(1, None))
 
 
 @dataclass(frozen=True, kw_only=True)
-class MVGPParams(_Common):
+class MVGPParams(Growing):
     sigma2: float = param(2.98, "noise variance σ² (eq. 11; select=none)", Interval(0, None, "neither"))
     sigma2_grid: tuple[float, ...] = param(PAPER_SIGMA2[10:13],
                                            "candidate σ² (select=inner-cv); without the nuclear norm the "
@@ -239,18 +254,22 @@ class EdgeScaled(_Common):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TraceGPParams(EdgeScaled):
+class TraceGPParams(EdgeScaled, Growing):
     lam: float = param(0.5, "nuclear-norm weight λ (eq. 10; select=none), in units of null_edge/σ² with "
                        "scale='noise-edge'", Interval(0, None, "neither"))
     lam_grid: tuple[float, ...] = param(LAM_EDGE_GRID, "candidate λ (select=inner-cv), in units of "
                                         "null_edge/σ² with scale='noise-edge' (the paper's 5 absolute values "
                                         "log-spaced in [1e-3, 1e3] are PAPER_LAMBDA)")
-    sigma2_grid: tuple[float, ...] = param(PAPER_SIGMA2[8:9], "candidate σ² (select=inner-cv); without the "
-                                           "½‖B‖²_F term only λσ² matters, so with scale='noise-edge' one value")
+    sigma2: float = param(0.1, "noise variance σ² (eq. 11; select=none, scale='absolute': without the ½‖B‖²_F "
+                          "term only λσ² matters, which scale='noise-edge' sets through lam alone)",
+                          Interval(0, None, "neither"), active_when=When(scale="absolute"))
+    sigma2_grid: tuple[float, ...] = param(PAPER_SIGMA2[8:9], "candidate σ² (select=inner-cv, scale='absolute'); "
+                                           "without the ½‖B‖²_F term only λσ² matters",
+                                           active_when=When(scale="absolute"))
 
 
 @dataclass(frozen=True, kw_only=True)
-class ConMVGPParams(EdgeScaled):
+class ConMVGPParams(EdgeScaled, Growing):
     lam: float = param(0.5, "nuclear-norm weight λ (eq. 10; select=none), in units of null_edge/σ² with "
                        "scale='noise-edge'", Interval(0, None, "neither"))
     lam_grid: tuple[float, ...] = param(LAM_EDGE_GRID, "candidate λ (select=inner-cv), in units of "

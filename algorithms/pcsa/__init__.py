@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
 from malt.errors import DataError, InvalidParameterError
-from malt.params import Interval, Options, Params, param
+from malt.params import Interval, Options, Params, When, param
 from malt.registry import Algorithm, register
 from malt.numerics.selection import InnerCVParams, candidates, inner_fold_ids, select
 from malt.splits import Prediction, RatingsSplit
@@ -17,8 +17,16 @@ from .core import pcsa_fit  # noqa: F401  (public API)
 from .observed import pcsa_observed_fit
 
 
+OBSERVED = When(inference="observed") | When(inference="auto", task="ratings")
+"""When the observed-entry inference runs (inference='auto' picks it on the ratings task)."""
+FILL = When(inference="fill") | When(inference="auto", task="missing")
+"""When the §3.1 fill inference runs."""
+
+
 @dataclass(frozen=True, kw_only=True)
-class PCSAParams(InnerCVParams):
+class CoSubspaceParams(Params):
+    """What every PCSA variant sets: ranks, the variational loop, the inference path and its options."""
+
     rank: int = param(20, "cap on both latent dimensionalities d1, d2 (ARD prunes unused columns)",
                       Interval(1, None))
     max_iter: int = param(100, "maximum variational iterations", Interval(1, None))
@@ -33,33 +41,43 @@ class PCSAParams(InnerCVParams):
                         "inference, 'global' with fill", Options("auto", "biases", "global", "none"))
     fill: str = param("point", "fill inference only — missing entries: 'point' = filled with the posterior mean "
                       "as if observed (§3.1); 'latent' = same mean, plus their variance 1/⟨τ⟩ in the noise "
-                      "update (keeps τ honest when most entries are missing)", Options("point", "latent"))
+                      "update (keeps τ honest when most entries are missing)", Options("point", "latent"),
+                      active_when=FILL)
     noise: str = param("auto", "'shared': e_ij ~ N(0, 1/τ) as in eq. 1; 'scaled': observed inference only — "
                        "e_ij ~ N(0, 1/(τ ρ_i κ_j)) with row and column precision scales ρ, κ ~ Gamma(h, h), their "
                        "shapes h set by the bound (heavy-tailed, per-row and per-column noise; h → ∞ is 'shared'); "
                        "'auto': 'scaled' with observed inference, 'shared' with fill",
-                       Options("auto", "shared", "scaled"))
-    ard_strength: float = param(1.0, "observed inference, pcsa only — s of the Gamma(s, s) prior on the ARD "
+                       Options("auto", "shared", "scaled"),
+                       active_when=OBSERVED)
+    init: str = param("svd", "observed inference only — starting factor means: 'svd' = leading singular "
+                      "triplets of the centred observed matrix, 'random' = small Gaussian draws",
+                      Options("svd", "random"),
+                      active_when=OBSERVED)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PCSAParams(CoSubspaceParams, InnerCVParams):
+    """PCSA with its ARD hyperprior's strength, chosen by inner CV on the observed entries."""
+
+    ard_strength: float = param(1.0, "observed inference — s of the Gamma(s, s) prior on the ARD "
                                 "precisions of A's and B's columns (mean 1, the fixed precision of Y and Z): 1e-3 is "
                                 "§2.2's vague prior, which prunes to ~4 components on rating data and predicts worse; "
                                 "1 (weakly informative) keeps ~11 on MovieLens-100K (select=none)",
-                                Interval(0, None, "neither"))
-    select: str = param("inner-cv", "observed inference, pcsa only — 'inner-cv': choose ard_strength from "
+                                Interval(0, None, "neither"),
+                                active_when=OBSERVED)
+    select: str = param("inner-cv", "observed inference — 'inner-cv': choose ard_strength from "
                         "ard_strength_grid by the squared error on one holdout of 1/inner_folds of the observed "
-                        "entries, then refit on all of them; 'none': use ard_strength", Options("none", "inner-cv"))
+                        "entries, then refit on all of them; 'none': use ard_strength", Options("none", "inner-cv"),
+                        active_when=OBSERVED)
     ard_strength_grid: tuple[float, ...] = param((1.0, 0.3), "candidate ard_strength (select=inner-cv); the number "
                                                  "of components s keeps is data-dependent (s = 3 prunes none on "
                                                  "MovieLens-100K and overfits, 0.3 keeps ~6, 1 ~11), the first of "
                                                  "equally good candidates wins")
-    init: str = param("svd", "observed inference only — starting factor means: 'svd' = leading singular "
-                      "triplets of the centred observed matrix, 'random' = small Gaussian draws",
-                      Options("svd", "random"))
 
 
 @dataclass(frozen=True, kw_only=True)
-class SparsePCSAParams(PCSAParams):
-    select: str = param("none", "unused: the Normal–Jeffreys prior (§3.2) has no strength to choose",
-                        Options("none"))
+class SparsePCSAParams(CoSubspaceParams):
+    """The Normal–Jeffreys prior (§3.2) has no strength to choose."""
 
 
 def _fit_matrix(M, mask, params, ctx, prior):
@@ -102,7 +120,8 @@ class ObservedFit:
             fit = pcsa_observed_fit(r, c, x - self.mu, sh, d1=params.rank, d2=params.rank, prior=prior,
                                     biases=params.center in ("biases", "auto"),
                                     noise="shared" if params.noise == "shared" else "scaled",
-                                    init=params.init, ard_strength=params.ard_strength, max_iter=params.max_iter,
+                                    init=params.init, max_iter=params.max_iter,
+                                    ard_strength=params.ard_strength if prior == "ard" else None,
                                     tol=params.tol, rng=ctx.rng,
                                     callback=lambda it, _: ctx.progress(it / params.max_iter, f"iteration {it}"))
         self.R, self.C = (fit["V"], fit["U"]) if flip else (fit["U"], fit["V"])
@@ -126,7 +145,7 @@ def observed_fit(rows, cols, x, shape, params, ctx, prior) -> ObservedFit:
     ``ard_strength_grid`` by the squared error (estimates clipped to the training range) on one holdout of
     1/inner_folds of the entries, fitted on the rest (`malt.numerics.selection`). Cost: one fit per candidate on
     (1 − 1/inner_folds) of the entries, plus the final fit."""
-    if params.select != "inner-cv" or prior != "ard":
+    if prior != "ard" or params.select != "inner-cv":
         return ObservedFit(rows, cols, x, shape, params, ctx, prior)
     ids = inner_fold_ids(x.size, params.inner_folds, ctx.rng)
     ids[ids >= 1] = -1                            # one holdout fold, the others always trained on

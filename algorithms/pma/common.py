@@ -14,7 +14,7 @@ import numpy as np
 from malt.numerics import linalg
 from malt.numerics.eigenbasis import Eigenbasis
 from malt.errors import DataError
-from malt.params import Interval, Options, Params, param
+from malt.params import Interval, Options, Params, When, param
 
 
 class WidthSpec:
@@ -44,15 +44,25 @@ class KernelParams(Params):
                     "matrix like K2 (used automatically when the dataset has no features)",
                     Options("rbf", "linear", "estimate"))
     width: str = param("median", "RBF width of K1: 'median' (median pairwise distance) or a number",
-                       WidthSpec())
+                       WidthSpec(),
+                       active_when=When(k1="rbf"))
     scale: str = param("standardize", "feature scaling before K1 is built",
-                       Options("standardize", "minmax", "none"))
+                       Options("standardize", "minmax", "none"),
+                       active_when=When(k1=Options("rbf", "linear")))
     k1_scale: float = param(1.0, "amplitude multiplying K1 (its diagonal for the RBF kernel)",
-                            Interval(0, None, "neither"))
+                            Interval(0, None, "neither"),
+                            active_when=When(k1=Options("rbf", "linear")))
     jitter: float = param(1e-2, "relative diagonal jitter (nugget) added to K1 and to every kernel estimate "
                           "(keeps them positive definite and the prediction stable)", Interval(0, None))
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelCoding(Params):
+    """For the algorithms that also run the multilabel task: how its labels enter the matrix."""
+
     c: float = param(1.0, "multilabel task only: labels enter as truncated log-odds ±c",
-                     Interval(0, None, "neither"))
+                     Interval(0, None, "neither"),
+                     active_when=When(task="multilabel"))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,13 +17,13 @@ import numpy as np
 
 from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.errors import InvalidParameterError
-from malt.params import Interval, Options, param
+from malt.params import Interval, Options, When, param
 from malt.numerics.decisions import NaturalThresholdParams, decide_by_refits
 from malt.splits import MultilabelSplit
 from malt.registry import Algorithm, register
 
-from .common import (KernelParams, PMAParams, check_kernel, check_matrix, cov_estimate, matrix_inputs, pd_eigh,
-                     prediction, row_kernel_eig, second_moments)
+from .common import (KernelParams, LabelCoding, PMAParams, check_kernel, check_matrix, cov_estimate, matrix_inputs,
+                     pd_eigh, prediction, row_kernel_eig, second_moments)
 
 CG_TOL = 1e-6
 CG_MAX_ITER = 2000
@@ -206,12 +206,17 @@ class ILMC(Algorithm):
 
 
 @dataclass(frozen=True, kw_only=True)
-class GPRParams(KernelParams, NaturalThresholdParams):
+class GPRParams(KernelParams, LabelCoding, NaturalThresholdParams):
     axis: str = param("rows", "data points of the single GP: 'rows' (GPR-D1, kernel K1 from the features) "
                       "or 'columns' (GPR-D2, kernel from the columns' second moments)", Options("rows", "columns"))
     noise: float = param(0.1, "observation noise variance of the GP", Interval(0, None, "neither"))
     tol: float = param(CG_TOL, "relative residual at which conjugate gradients stop", Interval(0, 1, "neither"))
     max_iter: int = param(CG_MAX_ITER, "maximum conjugate-gradient iterations", Interval(1, None))
+
+    @classmethod
+    def implied_condition(cls, name: str) -> When | None:
+        """K1 (and what builds it) is the kernel of axis='rows'; axis='columns' estimates its own."""
+        return When(axis="rows") if name == "k1" else super().implied_condition(name)
 
 
 @register

@@ -38,13 +38,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from malt.numerics.eigenbasis import KroneckerEigenbasis
-from malt.params import Interval, Options, param
+from malt.params import Interval, Options, When, param
 from malt.numerics.decisions import NaturalThresholdParams, decide_by_refits
 from malt.splits import MultilabelSplit
 from malt.registry import Algorithm, register
 
-from .common import (PMAParams, RowConditional, check_kernel, check_matrix, column_means, jittered, matrix_inputs,
-                     pd_eigh, prediction, row_kernel_eig, second_moments)
+from .common import (LabelCoding, PMAParams, RowConditional, check_kernel, check_matrix, column_means, jittered,
+                     matrix_inputs, pd_eigh, prediction, row_kernel_eig, second_moments)
 from .diagnostics import effective_sample_size, split_rhat
 
 COLLAPSED_TOL = 1e-4
@@ -317,7 +317,7 @@ def pma_gibbs(M, K1=None, K2=None, *, sampler: str = "blocked", burn_in: int = 1
 
 
 @dataclass(frozen=True, kw_only=True)
-class GibbsParams(PMAParams, NaturalThresholdParams):
+class GibbsParams(PMAParams, LabelCoding, NaturalThresholdParams):
     sampler: str = param("blocked", "'blocked' (exact block updates of G in the kernels' eigenbasis and of "
                          "each row's missing entries), 'single-site' (the paper's entry-by-entry sampler) or "
                          "'collapsed' (exact independent draws of the missing entries, then G)",
@@ -327,17 +327,22 @@ class GibbsParams(PMAParams, NaturalThresholdParams):
     sweeps: int = param(0, "a fixed number of kept sweeps; 0 = decided by the convergence diagnostics "
                         "(min_sweeps, max_sweeps, ess, rhat)", Interval(0, None))
     min_sweeps: int = param(100, "length of the first blocks of kept sweeps checked for convergence (later "
-                            "blocks double)", Interval(4, None))
-    max_sweeps: int = param(5000, "most kept sweeps before the chain is stopped unconverged", Interval(4, None))
+                            "blocks double)", Interval(4, None),
+                            active_when=When(sweeps=0))
+    max_sweeps: int = param(5000, "most kept sweeps before the chain is stopped unconverged", Interval(4, None),
+                            active_when=When(sweeps=0))
     ess: float = param(100.0, "smallest effective sample size of the monitored missing entries to accept a "
-                       "block", Interval(1, None))
+                       "block", Interval(1, None),
+                       active_when=When(sweeps=0))
     rhat: float = param(1.05, "largest split R-hat of the monitored missing entries to accept a block",
-                        Interval(1, None, "neither"))
+                        Interval(1, None, "neither"),
+                        active_when=When(sweeps=0))
     monitor: int = param(64, "number of missing entries (at random) whose draws the diagnostics check",
                          Interval(1, None))
     overrelax: float = param(-0.8, "blocked sampler: Adler over-relaxation α of every Gaussian draw (0 = plain "
                              "Gibbs). Exact for any α in (-1, 1); -0.8 reached the ESS/R-hat targets in 1,600 kept "
-                             "sweeps on CAL500 where plain Gibbs had not after 3,000", Interval(-1, 1, "neither"))
+                             "sweeps on CAL500 where plain Gibbs had not after 3,000", Interval(-1, 1, "neither"),
+                             active_when=When(sampler="blocked"))
 
 
 @register

@@ -40,13 +40,13 @@ import numpy as np
 from malt.numerics import linalg
 from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.errors import DataError
-from malt.params import Interval, Options, param
+from malt.params import Interval, Options, When, param
 from malt.numerics.decisions import NaturalThresholdParams, decide_by_refits
 from malt.splits import MultilabelSplit
 from malt.registry import Algorithm, register
 from malt.numerics.selection import InnerCVParams
 
-from .common import (PMAParams, RowConditional, check_kernel, check_matrix, column_means, cov_estimate,
+from .common import (LabelCoding, PMAParams, RowConditional, check_kernel, check_matrix, column_means, cov_estimate,
                      matrix_inputs, pd_eigh, prediction, row_kernel_eig, second_moments,
                      second_moments_eig)
 
@@ -340,48 +340,76 @@ def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 5
     return {**fit, "F": F, "G": Xt - F} if parts else fit
 
 
+MATRIX_TASKS = When(task=Options("missing", "multilabel"))
+"""The tasks pma-map completes a matrix on with K1 ⊕ K2 (the ratings task fits moment kernels instead)."""
+
+
 @dataclass(frozen=True, kw_only=True)
-class MAPParams(PMAParams, InnerCVParams, NaturalThresholdParams):
+class MAPParams(PMAParams, LabelCoding, InnerCVParams, NaturalThresholdParams):
+    """Two fits in one algorithm: K1 ⊕ K2 completion on the matrix tasks, moment kernels on the ratings
+    task; each task's fields are refused on the other."""
+
     solver: str = param("cg", "'cg': conjugate gradients for the fixed point of eqs. 5.22-5.23 (the conditional "
                         "mean under K1 ⊕ K2); 'alternate': the paper's alternation of 5.22 and 5.23",
-                        Options("cg", "alternate"))
-    iterations: int = param(500, "maximum iterations per kernel setting (either solver)", Interval(1, None))
+                        Options("cg", "alternate"),
+                        active_when=MATRIX_TASKS)
+    iterations: int = param(500, "maximum iterations per kernel setting (either solver)", Interval(1, None),
+                            active_when=MATRIX_TASKS)
     tol: float = param(1e-3, "solver 'cg': relative preconditioned residual at which conjugate gradients stop "
-                       "(kernel settings before the last: 10 × tol)", Interval(0, 1, "neither"))
+                       "(kernel settings before the last: 10 × tol)", Interval(0, 1, "neither"),
+                       active_when=When(solver="cg"))
     alternate_tol: float = param(1e-3, "solver 'alternate': stop when no missing entry moves more than this × "
                                  "the data's std (a step size, not a distance to the fixed point)",
-                                 Interval(0, None))
+                                 Interval(0, None),
+                                 active_when=When(solver="alternate"))
     anderson: int = param(5, "solver 'alternate': depth of Anderson acceleration (0 = off: plain alternation "
-                          "over-relaxed by `relax`)", Interval(0, None))
+                          "over-relaxed by `relax`)", Interval(0, None),
+                          active_when=When(solver="alternate"))
     relax: float = param(1.5, "solver 'alternate': over-relaxation ω of the missing-entry update when anderson=0 "
                          "(any 0 < ω < 2 converges to the same fixed point; ω = 1 is the paper's plain "
-                         "alternation)", Interval(0, 2, "neither"))
+                         "alternation)", Interval(0, 2, "neither"),
+                         active_when=When(solver="alternate", anderson=0))
     init: str = param("mean", "initial fill of missing entries: observed column 'mean' or 'random' (paper)",
-                      Options("mean", "random"))
+                      Options("mean", "random"),
+                      active_when=MATRIX_TASKS)
     shrink: float = param(300.0, "ratings task: co-rating count at which a moment-kernel entry keeps half its "
                           "value (shrinkage n / (n + shrink)); 300 was best of 30, 100, 300, 1000 on MovieLens-100K "
-                          "and FilmTrust", Interval(0, None))
+                          "and FilmTrust", Interval(0, None),
+                          active_when=When(task="ratings"))
     kernel_power: float = param(3.0, "ratings task: exponent of the moment kernels' eigenvalues, trace kept "
                                 "(`ratings.sharpen`; > 1 moves the prior's variance to the directions shared by "
-                                "many co-ratings; 1 = the plain PSD projection)", Interval(0, None, "neither"))
+                                "many co-ratings; 1 = the plain PSD projection)", Interval(0, None, "neither"),
+                                active_when=When(task="ratings"))
     signal: float = param(0.5, "ratings task: multiplier of the moment kernels K1, K2 (the noise takes the rest "
-                          "of the residual variance)", Interval(0, None, "neither"))
+                          "of the residual variance)", Interval(0, None, "neither"),
+                          active_when=When(task="ratings"))
     signal_grid: tuple[float, ...] = param((0.35, 0.5, 0.7), "ratings task: candidate `signal` values for "
                                            "select=inner-cv")
     bias_scale: float = param(1.0, "ratings task: multiplier of the ridge penalties of the user and item biases "
-                              "(15 and 10: Koren 2010, Surprise's BaselineOnly)", Interval(0, None, "neither"))
+                              "(15 and 10: Koren 2010, Surprise's BaselineOnly)", Interval(0, None, "neither"),
+                              active_when=When(task="ratings"))
     bias_scale_grid: tuple[float, ...] = param((0.25, 0.5, 1.0), "ratings task: candidate `bias_scale` values for "
                                                "select=inner-cv (lower penalties cut RMSE on MovieLens-100K, "
                                                "FilmTrust and CiaoDVD; the ranking comes from the zero-filled "
                                                "fit, so rarely rated items with high estimates do not top it)")
     ranking: str = param("zero-filled", "ratings task: ranking scores from 'zero-filled', the same GP fitted to the "
                          "zero-filled matrix (`ratings.zero_filled_scores`: scores which items a user rates as "
-                         "well as how highly), or 'ratings', the predicted ratings", Options("zero-filled", "ratings"))
+                         "well as how highly), or 'ratings', the predicted ratings", Options("zero-filled", "ratings"),
+                         active_when=When(task="ratings"))
     rank_signal: float = param(0.02, "ratings task: the kernels' share of the zero-filled matrix's mean square in "
-                               "the ranking fit (the noise takes the rest)", Interval(0, 1, "neither"))
+                               "the ranking fit (the noise takes the rest)", Interval(0, 1, "neither"),
+                               active_when=When(ranking="zero-filled"))
     select: str = param("inner-cv", "ratings task: 'inner-cv' chooses `signal` and `bias_scale` from their grids on "
                         "one validation split (1/inner_folds of the training ratings); 'none' uses the values "
-                        "given. The other tasks have nothing to select", Options("none", "inner-cv"))
+                        "given. The other tasks have nothing to select", Options("none", "inner-cv"),
+                        active_when=When(task="ratings"))
+
+    @classmethod
+    def implied_condition(cls, name: str) -> When | None:
+        implied = super().implied_condition(name)
+        if name in ("k1", "jitter", "kernel_updates"):  # the fields of KernelParams, PMAParams
+            return MATRIX_TASKS if implied is None else MATRIX_TASKS & implied
+        return implied
 
 
 @register
@@ -443,7 +471,10 @@ def _run_ratings(split, params, ctx):
                         "use new_rows=False")
     diagnostics = {}
     grids = {"signal": params.signal_grid, "bias_scale": params.bias_scale_grid}
-    if params.select == "inner-cv" and any(len(grid) > 1 for grid in grids.values()):
+    options = candidates(params, grids) if params.select == "inner-cv" else [params]
+    if len(options) == 1:  # nothing to choose: the grids' single values (the values given where a grid is empty)
+        params = options[0]
+    else:
         ids = holdout_ids(y.size, 1.0 / params.inner_folds, ctx.rng)
         moments_of = {}  # bias_scale -> moments of the inner training part
 
@@ -455,7 +486,7 @@ def _run_ratings(split, params, ctx):
                                   cols[val_idx], signal=candidate.signal, tol=10 * 1e-4)
             return float(np.sqrt(np.mean((got["values"] - y[val_idx]) ** 2)))
 
-        choice = select(candidates(params, grids), evaluate, ids,
+        choice = select(options, evaluate, ids,
                         progress=lambda f: ctx.progress(0.6 * f, "choosing the kernel scale and bias penalties"))
         params = choice.best
         diagnostics.update(choice.diagnostics())

@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from malt.errors import InvalidParameterError
-from malt.params import Interval, Options, Params, param
+from malt.params import Interval, Options, Params, When, param
 from malt.registry import Algorithm, register
 from malt.numerics.selection import InnerCVParams, candidates, inner_fold_ids, select
 from malt.splits import Prediction, TopicsSplit
@@ -37,16 +37,23 @@ class GPTMParams(CTMParams, InnerCVParams):
                        Options("learned", "identity"))
     kernel: str = param("knn", "document kernel 𝒦: identity (GPTM-KI), knn (6.21) or mustlink (6.22)",
                         Options("identity", "knn", "mustlink"))
-    k: int = param(10, "neighbours of the cosine kNN graph (knn kernel)", Interval(1, None))
+    k: int = param(10, "neighbours of the cosine kNN graph (knn kernel)", Interval(1, None),
+                   active_when=When(kernel="knn"))
     gamma: float = param(1.0, "off-diagonal scale γ of the knn / mustlink kernel", Interval(0, None))
-    sigma2: float = param(1.0, "bandwidth σ² of the knn kernel (6.21)", Interval(0, None, "neither"))
+    sigma2: float = param(1.0, "bandwidth σ² of the knn kernel (6.21)", Interval(0, None, "neither"),
+                          active_when=When(kernel="knn"))
     c: float = param(1.0, "diagonal c of the kernel (raised further if needed for positive definiteness)",
                      Interval(0, None, "neither"))
     labelled: float = param(1.0, "fraction of training labels turned into must-link pairs (mustlink kernel)",
-                            Interval(0, 1))
+                            Interval(0, 1),
+                            active_when=When(kernel="mustlink", n_labelled=None))
     n_labelled: int | None = param(None, "exact number of training documents whose labels become must-link "
                                    "pairs, at least one per class when possible (overrides labelled; "
-                                   "Figure 6.4's 10 / 100 / all)", Interval(0, None))
+                                   "Figure 6.4's 10 / 100 / all)", Interval(0, None),
+                                   active_when=When(kernel="mustlink"))
+    select: str = param("none", "'inner-cv': choose gamma and c from gamma_grid × c_grid by inner cross-validation "
+                        "on the training documents; 'none': use gamma and c", Options("none", "inner-cv"),
+                        active_when=When(kernel=Options("knn", "mustlink")))
     gamma_grid: tuple[float, ...] = param((1.0, 0.1, 0.01), "candidate γ for select=inner-cv (knn, mustlink)",
                                           Interval(0, None, "neither"))
     c_grid: tuple[float, ...] = param((1.0, 0.1, 0.01), "candidate c for select=inner-cv (knn, mustlink)",

@@ -15,8 +15,8 @@ import click
 
 from malt.cli.data import register as register_data_commands
 from malt.cli.figures import register as register_figure_commands
-from malt.cli.options import (checked_repo_path, open_repo, print_table, repo_option, run_options,
-                              wait_option)
+from malt.cli.options import (assignments, checked_repo_path, duration_seconds, given_twice, open_repo, print_table,
+                              repo_option, run_options, wait_option)
 from malt.errors import InvalidParameterError, MaltError
 
 
@@ -36,27 +36,6 @@ class MaltGroup(click.Group):
             where = f"{err.filename}: " if getattr(err, "filename", None) else ""
             click.echo(f"error: {where}{describe_os_error(err)}. Nothing already committed was changed.", err=True)
             sys.exit(2)
-
-
-def _assignments(items: tuple[str, ...], flag: str) -> dict[str, str]:
-    out = {}
-    for item in items:
-        name, eq, value = item.partition("=")
-        if not eq or not name.strip():
-            raise InvalidParameterError(f"{flag} expects name=value, got {item!r}.")
-        name = name.strip()
-        if name in out and out[name] != value.strip():
-            raise InvalidParameterError(_given_twice(name, out[name], value.strip(), flag))
-        out[name] = value.strip()
-    return out
-
-
-def _given_twice(name: str, first: str, second: str, flag: str) -> str:
-    if flag == "--param":
-        return (f"--param {name} is given twice ({first!r}, {second!r}); to sweep it give the values once: "
-                f"--param {name}={first},{second}.")
-    return (f"task option {name} is given twice ({first!r}, {second!r}); an experiment has one value of each task "
-            f"option: run `malt cv` once per value.")
 
 
 @click.group(cls=MaltGroup)
@@ -120,12 +99,14 @@ def _task_flags(kwargs: dict, options: dict[str, str]) -> dict[str, str]:
         for value in given if isinstance(given, tuple) else (given,):
             value = str(value).lower() if isinstance(value, bool) else value
             if name in out and out[name] != value:
-                raise InvalidParameterError(_given_twice(name, out[name], value, "task"))
+                raise InvalidParameterError(given_twice(name, out[name], value, "task"))
             out[name] = value
     return out
 
 
 def _report(run, quiet: bool) -> None:
+    for line in getattr(run, "refused", []):
+        click.echo(f"warning: {line}", err=True)
     text = f"{run.ran} unit(s) run, {run.stored} already stored"
     if run.rescored:
         text += f", {run.rescored} scored from stored predictions"
@@ -155,7 +136,7 @@ def _report(run, quiet: bool) -> None:
 @task_option_flags
 @repo_option
 def cv(algo_names, dataset_ref, task_name, task_params, params, labels, jobs, threads, scheduler, wait, quiet,
-       no_cache, repo_path, **flags):
+       unit_timeout, no_cache, repo_path, **flags):
     """Cross-validate algorithms on a dataset; stored units are never recomputed.
 
     Prints the experiment id on stdout (progress goes to stderr). Running it again with another
@@ -170,10 +151,10 @@ def cv(algo_names, dataset_ref, task_name, task_params, params, labels, jobs, th
     """
     from malt import api
 
-    options = _task_flags(flags, _assignments(task_params, "--task-param"))
-    run = api.cv(algo_names, dataset_ref, task=task_name, params=_assignments(params, "--param"), repo=repo_path,
+    options = _task_flags(flags, assignments(task_params, "--task-param"))
+    run = api.cv(algo_names, dataset_ref, task=task_name, params=assignments(params, "--param"), repo=repo_path,
                  labels=labels, jobs=jobs, scheduler=scheduler, threads=threads, wait=wait, quiet=quiet,
-                 cache=not no_cache, **options)
+                 cache=not no_cache, unit_timeout=duration_seconds(unit_timeout), **options)
     _report(run, quiet)
     if run.failed:
         sys.exit(1)
@@ -192,7 +173,7 @@ def _file_format_help(func):
 @click.option("--repo", "repo_path", type=click.Path(), envvar="MALT_REPO", callback=checked_repo_path,
               help="Repository folder (default: the file's `repo`, else ./results, or $MALT_REPO).")
 @_file_format_help
-def run_file(file, jobs, threads, scheduler, wait, quiet, repo_path):
+def run_file(file, jobs, threads, scheduler, wait, quiet, unit_timeout, repo_path):
     """Run every experiment an experiment file (TOML) describes; prints the experiment ids.
 
     Every block is checked before anything runs; each experiment then runs through the same engine
@@ -208,7 +189,7 @@ def run_file(file, jobs, threads, scheduler, wait, quiet, repo_path):
 
     failed = 0
     for run in run_experiment_file(file, repo=repo_path, jobs=jobs, threads=threads, scheduler=scheduler,
-                                   wait=wait, quiet=quiet):
+                                   wait=wait, quiet=quiet, unit_timeout=duration_seconds(unit_timeout)):
         _report(run, quiet)
         failed += run.failed
     if failed:
@@ -220,7 +201,7 @@ def run_file(file, jobs, threads, scheduler, wait, quiet, repo_path):
 @click.option("--algo", "algo_names", multiple=True, help="Recompute every unit of these algorithms.")
 @run_options
 @repo_option
-def rerun(experiment_ids, algo_names, jobs, threads, scheduler, wait, quiet, repo_path):
+def rerun(experiment_ids, algo_names, jobs, threads, scheduler, wait, quiet, unit_timeout, repo_path):
     """Finish what an interruption left (and retry failed units); with --algo, recompute those.
 
     \b
@@ -237,7 +218,8 @@ def rerun(experiment_ids, algo_names, jobs, threads, scheduler, wait, quiet, rep
         click.echo(f"error: {exp}: {err} (skipped; the other experiments continue)", err=True)
 
     runs = api.rerun(repo_path, experiments=experiment_ids, algorithms=algo_names, jobs=jobs, threads=threads,
-                     scheduler=scheduler, wait=wait, quiet=quiet, on_error=skip)
+                     scheduler=scheduler, wait=wait, quiet=quiet, unit_timeout=duration_seconds(unit_timeout),
+                     on_error=skip)
     for run in runs:
         _report(run, quiet)
     if not runs and not broken:
@@ -294,7 +276,7 @@ def repair(experiment_id, wait, repo_path):
     from malt.engine.repair import repair as run_repair
 
     repo = open_repo(repo_path).check_readable(for_repair=True)
-    lines = run_repair(repo, experiment_id, wait=wait)
+    lines = run_repair(repo, repo.resolve(experiment_id) if experiment_id else None, wait=wait)
     for line in lines:
         click.echo(line)
     if not lines:
@@ -302,6 +284,35 @@ def repair(experiment_id, wait, repo_path):
 
 
 # ---- results -------------------------------------------------------------------------------
+@main.command()
+@click.argument("experiment_id")
+@click.option("--algo", "algo_names", multiple=True, help="Only the settings of this algorithm (repeatable).")
+@click.option("--param", "params", multiple=True,
+              help="Only the settings whose parameter has this value, name=value (repeatable).")
+@wait_option
+@repo_option
+def forget(experiment_id, algo_names, params, wait, repo_path):
+    """Remove a mistaken setting, algorithm or whole experiment.
+
+    With --algo and/or --param, the matching settings of EXPERIMENT_ID (an id or its unambiguous
+    beginning) leave its plan and their units stop counting; with neither, the whole experiment moves
+    to REPO/forgotten/ (move it back to undo). Recorded in the experiment's provenance; everything
+    else stays as it was.
+
+    \b
+    Examples:
+      malt forget emotions-multilabel-1a2b3c4d --algo mllr --param C=10
+      malt forget emot --algo mlsvm
+      malt forget emot
+    """
+    from malt import api
+
+    done = api.forget(experiment_id, repo_path, algorithms=algo_names, params=assignments(params, "--param"),
+                      wait=wait)
+    click.echo(f"{done.experiment}: forgot {', '.join(done.settings)} ({done.units} unit record(s))"
+               + (f"; its folder is now {done.moved_to}" if done.moved_to else ""))
+
+
 @main.command()
 @repo_option
 def results(repo_path):
@@ -341,6 +352,9 @@ def results(repo_path):
 
 @main.command()
 @click.argument("experiment_id")
+@click.option("--algo", "algo_names", multiple=True, help="Only the settings of this algorithm (repeatable).")
+@click.option("--param", "params", multiple=True,
+              help="Only the settings whose parameter has this value, name=value (repeatable).")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True,
               help="An aligned table for reading, or CSV / JSON records for scripts.")
 @click.option("--raw", is_flag=True, help="The tidy per-fold table instead of the summary.")
@@ -348,35 +362,47 @@ def results(repo_path):
               help="What the runs learned about themselves (iterations, final bound, inferred dimensions, "
                    "fit seconds) instead of the metrics.")
 @click.option("--failed", "show_failed", is_flag=True, help="The failed units with their errors.")
+@click.option("--traceback", "tracebacks", is_flag=True, help="The failed units with their tracebacks (implies --failed).")
 @click.option("--provenance", is_flag=True, help="Code revision, library versions, host and times of each run.")
 @repo_option
-def show(experiment_id, fmt, raw, diagnostics, show_failed, provenance, repo_path):
+def show(experiment_id, algo_names, params, fmt, raw, diagnostics, show_failed, tracebacks, provenance, repo_path):
     """Mean ± std per algorithm and metric of one experiment (with the folds each rests on).
 
     Percent metrics are shown in percent (the metric's unit says so), as everywhere in malt.
+    EXPERIMENT_ID may be any unambiguous beginning of the id.
 
     \b
     Examples:
       malt show EXPERIMENT
+      malt show emot --param C=0.1
       malt show EXPERIMENT --format csv --raw
-      malt show EXPERIMENT --failed
+      malt show EXPERIMENT --failed --traceback
     """
     from malt.results.result_set import ResultSet
 
     repo = open_repo(repo_path).check_readable()
+    experiment_id = repo.resolve(experiment_id)
     problems: list[str] = []
     rs = ResultSet.from_repository(repo, [experiment_id], problems)
+    if algo_names or params:
+        rs = rs.where(algo_names, assignments(params, "--param"))
     for line in problems:
         click.echo(f"warning: {line}", err=True)
     if provenance:
         _show_provenance(rs, experiment_id, fmt)
         return
-    if show_failed:
+    if show_failed or tracebacks:
         frame = rs.failed if not rs.failed.empty else None
         if frame is None:
             click.echo("(no failed units)")
             return
-        frame = frame[["display", "fold", "error"]].sort_values(["display", "fold"])
+        frame = frame[["display", "fold", "error", *(["traceback"] if tracebacks else [])]].sort_values(
+            ["display", "fold"])
+        if tracebacks and fmt == "table":
+            for row in frame.itertuples():
+                click.echo(f"--- {row.display} fold {row.fold}: {row.error}")
+                click.echo((row.traceback or "(no traceback recorded)").rstrip())
+            return
         click.echo(frame.to_csv(index=False) if fmt == "csv" else frame.to_json(orient="records") if fmt == "json"
                    else frame.to_string(index=False))
         return
@@ -421,6 +447,11 @@ def _show_provenance(rs, experiment_id: str, fmt: str) -> None:
     import time
 
     for s in sessions:
+        if s.get("type") == "forget":
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.get("ended", 0)))
+            click.echo(f"- forget {s.get('session')}: {when} on {s.get('host')}: {', '.join(s.get('forgot', []))} "
+                       f"({s.get('units', 0)} unit(s))\n  command: {s.get('command')}")
+            continue
         start = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.get("started", 0)))
         end = time.strftime("%H:%M:%S", time.localtime(s["ended"])) if s.get("ended") else "unfinished"
         revision = s.get("git_revision")

@@ -171,7 +171,8 @@ def register(main: click.Group) -> None:
             click.echo(f"{algo.name:<14} [{', '.join(sorted(algo.tasks))}] {algo.summary()}")
             for row in algo.Params.describe():
                 allowed = f" {row['allowed']}" if row["allowed"] else ""
-                click.echo(f"    {row['name']}={row['default']!r} ({row['type']}{allowed}) {row['help']}")
+                when = f" [used when {row['active_when']}]" if row["active_when"] else ""
+                click.echo(f"    {row['name']}={row['default']!r} ({row['type']}{allowed}) {row['help']}{when}")
         if registry.broken():
             click.echo(f"\n{len(registry.broken())} algorithm module(s) failed to import: `malt algorithms --broken`.",
                        err=True)

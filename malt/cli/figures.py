@@ -14,9 +14,13 @@ def _filters(func):
         click.option("--task", "tasks", multiple=True, help="Only these tasks (repeatable)."),
         click.option("--algo", "algos", multiple=True, help="Only these algorithms (repeatable)."),
         click.option("--metric", "metrics", multiple=True, help="Only these metrics (repeatable)."),
-        click.option("--experiment", "experiments", multiple=True, help="Only these experiment ids (repeatable)."),
+        click.option("--experiment", "experiments", multiple=True,
+                     help="Only these experiments: ids or their unambiguous beginnings (repeatable)."),
+        click.option("--param", "params", multiple=True,
+                     help="Only the settings whose parameter has this value, name=value (repeatable)."),
         click.option("--where", "where", multiple=True,
                      help="Only experiments whose task option matches, name=value (e.g. missing=0.3)."),
+        click.option("--quiet", is_flag=True, help="No progress line on stderr."),
         click.option("--diagnostic", "diagnostics", multiple=True,
                      help="Draw or tabulate this recorded diagnostic instead of the metrics (fit_seconds, "
                           "fit_cpu_seconds, iterations, ...): speed and convergence from stored experiments."),
@@ -25,12 +29,24 @@ def _filters(func):
     return func
 
 
-def load_filtered(path, datasets=(), tasks=(), algos=(), metrics=(), experiments=(), where=(), diagnostics=()):
+def figure_progress(label: str, quiet: bool):
+    """The ``progress`` of `plot_all`: a progress line over the figures (see `malt.engine.progress`)."""
+    from malt.engine.progress import Counter
+
+    return lambda total: Counter(total, label, quiet).step
+
+
+def load_filtered(path, datasets=(), tasks=(), algos=(), metrics=(), experiments=(), where=(), diagnostics=(),
+                  quiet=False, params=()):
     """ResultSet.load(path) restricted by the command-line filters; raises if nothing is left."""
+    from malt.cli.options import assignments
     from malt.results.plotting import option_matches
     from malt.results.result_set import ResultSet
 
     rs = ResultSet.load(path)
+    experiments = [unique_prefix(e, rs.specs) for e in experiments]
+    if params:
+        rs = rs.where((), assignments(params, "--param"))
     if diagnostics:
         rs = rs.diagnostic_view(list(diagnostics))
     if rs.empty:
@@ -57,6 +73,17 @@ def load_filtered(path, datasets=(), tasks=(), algos=(), metrics=(), experiments
                     rs.stale, rs._diagnostics,
                     rs.completeness[rs.completeness["experiment"].isin(kept)],
                     {k: v for k, v in rs.sessions.items() if k in kept}, rs.rescore_stale, rs.problems)
+
+
+def unique_prefix(given: str, known) -> str:
+    """The one id of ``known`` that ``given`` is or begins (else ``given``, for the caller's message)."""
+    if given in known:
+        return given
+    matches = sorted(k for k in known if k.startswith(given))
+    if len(matches) > 1:
+        raise MaltError(f"'{given}' begins {len(matches)} experiment ids: {', '.join(matches[:8])}"
+                        f"{', …' if len(matches) > 8 else ''}; give more of the id.")
+    return matches[0] if matches else given
 
 
 def register(main: click.Group) -> None:
@@ -108,7 +135,8 @@ def plot(path, out, error, formats, across_datasets, posthoc, control, alpha, **
             click.echo(str(item.paths[0]))
         click.echo(f"{len(outputs)} critical-difference diagram(s) written to {out}", err=True)
         return
-    outputs = plot_all(rs, out, error=error, formats=tuple(formats) or ("png", "pdf"))
+    outputs = plot_all(rs, out, error=error, formats=tuple(formats) or ("png", "pdf"),
+                       progress=figure_progress(f"plot {out}", filters["quiet"]))
     for item in outputs:
         click.echo(str(item.paths[0]))
     click.echo(f"{len(outputs)} figure(s) written to {out}", err=True)
@@ -196,7 +224,8 @@ def report(path, out, error, open_page, **filters):
     from malt.results.report import write_report
 
     rs = load_filtered(path, **filters)
-    md, page = write_report(rs, out, source=str(path), error=error, metrics=list(filters["metrics"]) or None)
+    md, page = write_report(rs, out, source=str(path), error=error, metrics=list(filters["metrics"]) or None,
+                            progress=figure_progress(f"report {out}: figures", filters["quiet"]))
     click.echo(str(md))
     click.echo(str(page))
     if open_page:

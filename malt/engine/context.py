@@ -53,6 +53,10 @@ class MemoryCache:
             return value
         return None
 
+    def remember(self, key: str, value) -> None:
+        """Keep an artifact another process computed (stored or not), as if read from the repository."""
+        self._items.setdefault(key, value)
+
     def put(self, key: str, value, meta: dict | None = None) -> None:
         self._items[key] = value
         self.meta[key] = meta or {}

@@ -173,7 +173,7 @@ def _convert(repo, exp: str, note) -> str | None:
     for record in records:
         algo = registry.algorithms().get(record.get("algorithm"))
         try:
-            params = algo.Params.from_dict(record["params"]) if algo else None
+            params = algo.Params.as_stored(record["params"]) if algo else None
         except MaltError:
             params = None
         new = dict(record, type="unit", legacy=True, metric_versions={m: "1" for m in record.get("metrics", {})})
@@ -188,7 +188,7 @@ def _convert(repo, exp: str, note) -> str | None:
         if algo is None:
             continue
         try:
-            params = algo.Params.from_dict(item["params"])
+            params = algo.Params.as_stored(item["params"])
         except MaltError:
             continue
         versions = [r["version"] for r in converted if r.get("algorithm") == algo.name

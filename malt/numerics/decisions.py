@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from malt.params import Options, Params, param
+from malt.params import Options, Params, When, param
 from malt.splits import Prediction
 
 RULES = ("natural", "global", "pcut", "rcut", "scut")  # simplest first: the one-SE rule prefers earlier ones
@@ -60,7 +60,7 @@ class ThresholdParams(Params):
     threshold: str = param("auto", "label decisions from the scores, learned on out-of-fold scores of the training "
                            "rows (malt.decisions): 'auto' chooses per loss family among 'natural' (the model's own "
                            "cut), 'global', 'pcut', 'rcut' and 'scut' by cross-validation on those scores; or one "
-                           "rule for both families", Options("auto", *RULES))
+                           "rule for both families", Options("auto", *RULES), active_when=When(task="multilabel"))
 
 
 NATURAL_HELP = ("label decisions (multilabel task): 'natural' (default: the model's own cut, as the paper "
@@ -74,7 +74,7 @@ class NaturalThresholdParams(Params):
     """The decision field of paper reproductions whose numbers rest on the model's own cut (and whose
     runs are costly to repeat on inner folds)."""
 
-    threshold: str = param("natural", NATURAL_HELP, Options("auto", *RULES))
+    threshold: str = param("natural", NATURAL_HELP, Options("auto", *RULES), active_when=When(task="multilabel"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,11 +303,9 @@ def decide_by_refits(run: Callable, split, params: Params, ctx, natural: float) 
     unless ``params.threshold`` is 'natural', once per inner fold of the training rows (the sub-splits'
     rows are dataset rows, so the context's kernels and graphs serve them), and the decisions learned
     from those refits' scores. Cost: 1 + `AUTO_FOLDS` runs."""
-    import dataclasses
-
     from malt.splits import MultilabelSplit
 
-    plain = dataclasses.replace(params, threshold="natural")
+    plain = params.derived(threshold="natural")
     prediction = run(split, plain, ctx)
     tr_index = np.asarray(split.train_index)
 

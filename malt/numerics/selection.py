@@ -19,14 +19,13 @@ Cost: len(candidates) × folds fits of the caller's model.
 """
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from malt.params import Interval, Options, Params, param
+from malt.params import Interval, Options, Params, When, param
 
 
 SMALL_TRAINING = 1000
@@ -41,6 +40,17 @@ class InnerCVParams(Params):
     select: str = param("none", "'inner-cv': choose the parameters that have a *_grid by inner cross-validation "
                         "on the training part; 'none': use the values given", Options("none", "inner-cv"))
     inner_folds: int = param(5, "folds of the inner cross-validation (select=inner-cv)", Interval(2, None))
+
+    @classmethod
+    def implied_condition(cls, name: str) -> When | None:
+        """The vocabulary's activity, declared once for every self-tuning algorithm: ``inner_*`` and
+        ``<name>_grid`` are used with select='inner-cv'; ``<name>`` itself with select='none' (or when
+        its grid is empty: `candidates` leaves it as given)."""
+        if name.startswith("inner_") or name.endswith("_grid"):
+            return When(select="inner-cv")
+        if f"{name}_grid" in cls.names():
+            return When(select="none") | When(**{f"{name}_grid": ()})
+        return None
 
 
 def inner_fold_ids(n: int, folds: int, rng: np.random.Generator, strata: np.ndarray | None = None) -> np.ndarray:
@@ -90,7 +100,7 @@ def candidates(params: Params, grids: Mapping[str, Sequence[Any]]) -> list[Param
     the first candidate wins ties)."""
     names = [name for name, values in grids.items() if len(values)]
     fixed = {"select": "none"} if "select" in params.names() else {}
-    return [dataclasses.replace(params, **fixed, **dict(zip(names, combo)))
+    return [params.active_values(**fixed, **dict(zip(names, combo)))
             for combo in itertools.product(*(tuple(grids[n]) for n in names))]
 
 

@@ -580,8 +580,9 @@ class PlotOutput:
 
 
 def plot_all(rs, out: str | Path = "figures", *, error: str = "std", metrics: list[str] | None = None,
-             formats: tuple[str, ...] = ("png", "pdf"), keep: bool = False) -> list[PlotOutput]:
-    """Draw and save every family × metric figure of a ResultSet into ``out``."""
+             formats: tuple[str, ...] = ("png", "pdf"), keep: bool = False, progress=None) -> list[PlotOutput]:
+    """Draw and save every family × metric figure of a ResultSet into ``out``. ``progress(total)``, if
+    given, returns a function called with each figure's name as it is written."""
     if rs.empty:
         raise MaltError("No finished results to plot; run `malt cv` first (or check the filters).")
     if error not in ("std", "ci"):
@@ -589,11 +590,13 @@ def plot_all(rs, out: str | Path = "figures", *, error: str = "std", metrics: li
     plt = style_matplotlib()
     out = Path(out)
     out = output_dir(out)
-    results = []
+    results, planned = [], []
     for family in families(rs):
         frame = rs.frame[rs.frame["experiment"].isin(family.experiments)]
         chosen = [m for m in known_metrics(frame["metric"].unique()) if metrics is None or m in metrics]
-        sweeps = {} if family.swept else numeric_sweeps(rs, family)
+        planned.append((family, chosen, {} if family.swept else numeric_sweeps(rs, family)))
+    step = progress(sum(len(chosen) * (1 + len(sweeps)) for _, chosen, sweeps in planned)) if progress else None
+    for family, chosen, sweeps in planned:
         for metric in chosen:
             drawings = [("", plot_sweep(rs, family, metric, error) if family.swept
                          else plot_bars(rs, family, metric, error), None)]
@@ -610,4 +613,6 @@ def plot_all(rs, out: str | Path = "figures", *, error: str = "std", metrics: li
                 if not keep:
                     plt.close(fig)
                 results.append(PlotOutput(family, metric, fig, paths, sweep))
+                if step:
+                    step(stem)
     return results

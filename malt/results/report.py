@@ -253,9 +253,11 @@ def _anchor(text: str, taken: set) -> str:
 
 
 def write_report(rs, out: str | Path = "report", *, source: str = "", error: str = "std",
-                 metrics: list[str] | None = None, formats: tuple[str, ...] = ("png", "pdf")) -> tuple[Path, Path]:
+                 metrics: list[str] | None = None, formats: tuple[str, ...] = ("png", "pdf"),
+                 progress=None) -> tuple[Path, Path]:
     """Write ``out/report.md``, a self-contained ``out/report.html`` and the figures in ``out/figures``
-    (in ``formats``; the page embeds the PNG); return both page paths."""
+    (in ``formats``; the page embeds the PNG); return both page paths. ``progress``: as `plot_all`'s,
+    for the figures."""
     from malt.results.cd_diagram import plot_across_datasets
     from malt.results.ranks import comparisons
 
@@ -263,7 +265,7 @@ def write_report(rs, out: str | Path = "report", *, source: str = "", error: str
     figures_dir = out / "figures"
     if "png" not in formats:
         raise ValueError("the report embeds PNG figures: formats must include 'png'")
-    outputs = plot_all(rs, figures_dir, error=error, metrics=metrics, formats=tuple(formats))
+    outputs = plot_all(rs, figures_dir, error=error, metrics=metrics, formats=tuple(formats), progress=progress)
     figures_by_family: dict[str, list] = {}
     for item in outputs:
         figures_by_family.setdefault(item.family.slug(), []).append(item)

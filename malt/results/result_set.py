@@ -90,7 +90,8 @@ class ResultSet:
                     failed.append({"experiment": exp, "dataset": spec["dataset"], "task": spec["task"],
                                    "algorithm": rec.get("algorithm"), "display": rec.get("display"),
                                    "fold": rec.get("fold"), "error": rec.get("error", ""),
-                                   "timestamp": rec.get("timestamp")})
+                                   "traceback": rec.get("traceback", ""), "timestamp": rec.get("timestamp"),
+                                   **{f"param.{k}": _param_value(v) for k, v in (rec.get("params") or {}).items()}})
                     continue
                 done[key] = done.get(key, 0) + 1
                 versions = rec.get("metric_versions") or {}
@@ -114,7 +115,7 @@ class ResultSet:
                 key = (item["algorithm"], _plan_key(item))
                 completeness.append({"experiment": exp, "display": item.get("display") or displays.get(key)
                                      or item["algorithm"],
-                                     "algorithm": item["algorithm"], "planned": n_folds,
+                                     "algorithm": item["algorithm"], "planned": int(item.get("folds", n_folds)),
                                      "done": done.get(key, 0), "failed": fails.get(key, 0)})
         frame = _frame(units_kept, row_unit, row_metric, row_value)
         return cls(frame, specs, pd.DataFrame(failed), stale, _LazyDiagnostics(units_kept), pd.DataFrame(
@@ -145,6 +146,35 @@ class ResultSet:
                    {k: v for s in sets for k, v in s.sessions.items()}, sum(s.rescore_stale for s in sets),
                    [p for s in sets for p in s.problems], [r for s in sets for r in s._records],
                    {k: v for s in sets for k, v in s.stores.items()})
+
+    def where(self, algorithms=(), params: dict[str, str] | None = None) -> "ResultSet":
+        """The units of these algorithms whose parameters have these values (``{'C': '0.1'}``, as typed
+        on the command line; a setting without the parameter does not match). Raises if none does."""
+        from malt.results.plotting import option_matches
+
+        def keep(frame: pd.DataFrame) -> pd.Series:
+            chosen = frame["algorithm"].isin(algorithms) if algorithms else pd.Series(True, index=frame.index)
+            for name, value in (params or {}).items():
+                column = frame.get(f"param.{name}")
+                chosen &= column.map(lambda v: option_matches(v, value)) if column is not None else False
+            return chosen.astype(bool)
+
+        frame = self.frame[keep(self.frame)] if not self.frame.empty else self.frame
+        failed = self.failed[keep(self.failed)] if not self.failed.empty else self.failed
+        if frame.empty and failed.empty:
+            what = ", ".join([*algorithms, *(f"{k}={v}" for k, v in (params or {}).items())])
+            settings = sorted(set(self.frame.get("display", [])) | set(self.failed.get("display", [])))
+            raise MaltError(f"No stored unit matches {what}; the settings are: {', '.join(settings) or 'none'}.")
+        shown = set(frame["display"]) | set(failed.get("display", []))
+        records = [r for r in self._records
+                   if r.get("display") in shown and (not algorithms or r.get("algorithm") in algorithms)]
+        completeness = self.completeness[self.completeness["display"].isin(shown)]
+        diagnostics = (_LazyDiagnostics([u for u in self._diagnostics.units if u["display"] in shown])
+                       if isinstance(self._diagnostics, _LazyDiagnostics) else
+                       self._diagnostics[self._diagnostics["display"].isin(shown)] if not self._diagnostics.empty
+                       else self._diagnostics)
+        return ResultSet(frame.reset_index(drop=True), self.specs, failed, self.stale, diagnostics, completeness,
+                         self.sessions, self.rescore_stale, self.problems, records, self.stores)
 
     @property
     def diagnostics(self) -> pd.DataFrame:

@@ -28,6 +28,10 @@ class CountingParams(Params):
     kernel_seconds: float = param(0.0, "seconds the cached artifact takes to compute", Interval(0, None))
     kernel_size: int = param(3, "rows and columns of the cached artifact", Interval(1, None))
     steps: int = param(0, "inner steps reported through ctx.progress (each sleeps `sleep` seconds)", Interval(0, None))
+    fold_seconds: tuple[float, ...] = param((), "seconds fold i sleeps, in turn (folds past the list: none)",
+                                            Interval(0, None))
+    fail_bytes: int = param(0, "characters of filler in the planned failure's message (a long traceback)",
+                            Interval(0, None))
 
 
 def _kernel(n: int) -> np.ndarray:
@@ -49,8 +53,10 @@ class CountingMean(Algorithm):
             ctx.progress((step + 1) / params.steps, f"step {step + 1}/{params.steps}")
         if params.sleep and not params.steps:
             time.sleep(params.sleep)
+        if split.fold < len(params.fold_seconds):
+            time.sleep(params.fold_seconds[split.fold])
         if split.fold == params.fail_fold:
-            raise RuntimeError("planned failure")
+            raise RuntimeError("planned failure" + " x" * (params.fail_bytes // 2))
         K = ctx.cached("test-kernel", {"n": params.kernel_size},
                        lambda: (_tick("kernel"), time.sleep(params.kernel_seconds), _kernel(params.kernel_size))[2])
         noise = ctx.rng.normal(scale=1e-3) + 1e-3 * float(np.mean(K))  # a wrong artifact changes the numbers
