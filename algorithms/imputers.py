@@ -27,6 +27,7 @@ from malt.selection import InnerCVParams, candidates, holdout_ids, select
 from malt.splits import Prediction
 
 from .baselines import single_threaded_blas
+from .completion import holdout_loss
 
 
 def side_information(split, ctx, components: int) -> np.ndarray | None:
@@ -107,8 +108,9 @@ class IterativeImpute(Algorithm):
 
 @dataclass(frozen=True, kw_only=True)
 class KNNParams(InnerCVParams):
-    select: str = param("inner-cv", "'inner-cv': choose n_neighbors from n_neighbors_grid by the squared error on a "
-                        "holdout of 1/inner_folds of the training entries; 'none': use n_neighbors",
+    select: str = param("inner-cv", "'inner-cv': choose n_neighbors from n_neighbors_grid on a holdout of "
+                        "1/inner_folds of the training entries (squared hinge loss on the labels' sign, squared "
+                        "error on real values); 'none': use n_neighbors",
                         Options("none", "inner-cv"))
     n_neighbors: int = param(10, "neighbours averaged per missing entry (select=none)", Interval(1, None))
     n_neighbors_grid: tuple[int, ...] = param((5, 10, 20, 40), "candidate n_neighbors (select=inner-cv)",
@@ -151,7 +153,7 @@ class KNNImpute(Algorithm):
                 inner = A.copy()
                 inner[rows[val], cols[val]] = np.nan
                 est = knn_complete(inner, m, option.n_neighbors, option.weights)[rows[val], cols[val]]
-                return float(np.mean((est - M[rows[val], cols[val]]) ** 2))
+                return holdout_loss(est, M[rows[val], cols[val]], getattr(split, "kind", "real"))
 
             choice = select(candidates(params, {"n_neighbors": params.n_neighbors_grid}), evaluate, ids,
                             progress=lambda f: ctx.progress(0.8 * f, "inner holdout over n_neighbors"))

@@ -21,9 +21,10 @@ Both solve, for the observed entries Ω of X (after removing an offset: column m
 * ``lambda_path`` — the decreasing grid λ_max · ratio^(k/(K−1)) from λ_max = ‖P_Ω(X)‖₂, the smallest
   λ whose solution is Z = 0 (MHT 2010 §5.1); each λ warm-starts from the previous solution.
 
-The registered ``softimpute`` chooses λ on that path by the squared error on a holdout of the
-*training* entries (1/``inner_folds`` of them), then refits the path on all training entries down
-to the chosen λ.
+The registered ``softimpute`` chooses λ / λ_max on that path on a holdout of the *training* entries
+(1/``inner_folds`` of them; squared hinge loss on the labels' sign, squared error on real values:
+`malt.algorithms.completion`), then walks the path on all training entries down to that fraction of
+their own λ_max.
 """
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from malt.selection import InnerCVParams, inner_fold_ids
 from malt.splits import Prediction, RatingsSplit
 
 from .baselines import column_means
+from .completion import holdout_loss
 from .recommenders import fit_biases, training_triplets
 
 PATH_PATIENCE = 3
@@ -262,23 +264,28 @@ class _DenseEstimate:
         return self.Z if rows is None else self.Z[rows]
 
 
-def choose_lambda(rows, cols, y, shape, lambdas, val: np.ndarray, **solver) -> tuple[int, np.ndarray]:
-    """Index of the λ with the smallest squared error on the held-out training entries ``val`` (indices
-    into the triplets) when the path is fitted on the others; the losses (NaN where the path stopped
-    early, `PATH_PATIENCE`)."""
+def choose_lambda(rows, cols, y, shape, val: np.ndarray, center: str, kind: str, n_lambdas: int, ratio: float,
+                  **solver) -> tuple[float, np.ndarray]:
+    """The λ / λ_max of the path with the smallest `holdout_loss` on the held-out training entries ``val``
+    (indices into the triplets) when the offsets and the path come from the others; the losses (NaN
+    where the path stopped early, `PATH_PATIENCE`)."""
     fit = np.setdiff1d(np.arange(y.size), val)
-    completion = Completion(rows[fit], cols[fit], y[fit], shape, **solver)
+    row_off, col_off = offsets(rows[fit], cols[fit], y[fit], shape, center)
+    completion = Completion(rows[fit], cols[fit], y[fit] - row_off[rows[fit]] - col_off[cols[fit]], shape, **solver)
+    lam_max = completion.lambda_max()
+    lambdas = lambda_path(lam_max, n_lambdas, ratio)
     losses = np.full(len(lambdas), np.nan)
     best, rising = 0, 0
+    base = row_off[rows[val]] + col_off[cols[val]]
     for k, (_, estimate) in enumerate(completion.path(lambdas)):
-        losses[k] = float(np.mean((estimate.at(rows[val], cols[val]) - y[val]) ** 2))
+        losses[k] = holdout_loss(base + estimate.at(rows[val], cols[val]), y[val], kind)
         if losses[k] < losses[best]:
             best, rising = k, 0
         elif k > best:
             rising += 1
             if rising >= PATH_PATIENCE:
                 break
-    return best, losses
+    return float(lambdas[best] / lam_max) if lam_max > 0 else 1.0, losses
 
 
 # --------------------------------------------------------------------------------------------- #
@@ -287,8 +294,9 @@ def choose_lambda(rows, cols, y, shape, lambdas, val: np.ndarray, **solver) -> t
 
 @dataclass(frozen=True, kw_only=True)
 class SoftImputeParams(InnerCVParams):
-    select: str = param("inner-cv", "'inner-cv': choose λ on the path by the squared error on a holdout of "
-                        "1/inner_folds of the training entries, then refit on all of them; 'none': use lam_ratio",
+    select: str = param("inner-cv", "'inner-cv': choose λ / λ_max on the path on a holdout of 1/inner_folds of the "
+                        "training entries (squared hinge loss on the labels' sign, squared error on real values), "
+                        "then walk the path on all of them; 'none': use lam_ratio",
                         Options("none", "inner-cv"))
     lam_ratio: float = param(0.1, "λ as a fraction of λ_max = ‖P_Ω(X)‖₂, the smallest λ whose solution is zero "
                              "(select=none)", Interval(0, 1, "right"))
@@ -355,18 +363,18 @@ class SoftImpute(Algorithm):
             solver = "als" if ratings or shape[0] * shape[1] > DENSE_MAX_ENTRIES else "svd"
         options = dict(solver=solver, rank=params.rank, max_iter=params.max_iter, tol=params.tol, rng=ctx.rng)
         lam_max = Completion(rows, cols, r, shape, **options).lambda_max()
-        lambdas = lambda_path(lam_max, params.n_lambdas, params.path_ratio)
         diagnostics = {"lambda_max": lam_max}
+        ratio = params.lam_ratio
         if params.select == "inner-cv":
             ids = inner_fold_ids(y.size, params.inner_folds, ctx.rng)
             ctx.progress(0.0, "λ path on the inner training entries")
-            best, losses = choose_lambda(rows, cols, r, shape, lambdas, np.flatnonzero(ids == 0), **options)
-            lambdas = lambdas[: best + 1]
-            diagnostics.update(selected_lam_ratio=float(lambdas[-1] / lam_max), inner_cv_score=float(losses[best]),
+            ratio, losses = choose_lambda(rows, cols, y, shape, np.flatnonzero(ids == 0), center,
+                                          "real" if ratings else split.kind, params.n_lambdas, params.path_ratio,
+                                          **options)
+            diagnostics.update(selected_lam_ratio=ratio, inner_cv_score=float(np.nanmin(losses)),
                                inner_cv_losses=[round(float(v), 5) for v in losses if np.isfinite(v)])
-        else:
-            lambdas = lambdas[lambdas > params.lam_ratio * lam_max]
-            lambdas = np.append(lambdas, params.lam_ratio * lam_max)
+        lambdas = lambda_path(lam_max, params.n_lambdas, params.path_ratio)
+        lambdas = np.append(lambdas[lambdas > ratio * lam_max * (1 + 1e-12)], ratio * lam_max)
         ctx.progress(0.5, "λ path on all training entries")
         completion = Completion(rows, cols, r, shape, **options)
         for _, estimate in completion.path(lambdas):
