@@ -1,5 +1,5 @@
-"""What the missing task's self-tuning completion methods share: which training entries are held out,
-and the loss they are judged by.
+"""What the missing task's self-tuning completion methods share: their training entries, which of
+them are held out, and the loss they are judged by.
 
 Every choice is made on the *training* entries of a split (the observed entries of M): a random
 1/inner_folds of them is hidden, each candidate completes the rest, and the hidden ones are scored.
@@ -17,7 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from malt.errors import DataError
 from malt.selection import holdout_ids
+from malt.splits import RatingsSplit
+
+from .recommenders import training_triplets
 
 
 def holdout_loss(estimate: np.ndarray, truth: np.ndarray, kind: str) -> float:
@@ -37,3 +41,18 @@ def hold_out(M: np.ndarray, fraction: float, rng: np.random.Generator):
     inner = np.array(M, dtype=float, copy=True)
     inner[rows[val], cols[val]] = np.nan
     return inner, rows[val], cols[val]
+
+
+def observed_entries(split, who: str = "This method"):
+    """(rows, cols, values, shape, kind) of the training entries of a missing split (the non-NaN entries
+    of M; kind 'labels' or 'real') or a ratings split (kind 'real'); DataError naming ``who`` for a
+    matrix it cannot complete."""
+    if isinstance(split, RatingsSplit):
+        return (*training_triplets(split.train), "real")
+    M = np.asarray(split.M, dtype=float)
+    if M.ndim != 2:
+        raise DataError(f"{who} needs a 2-D matrix, got shape {M.shape}.")
+    rows, cols = np.nonzero(~np.isnan(M))
+    if rows.size == 0:
+        raise DataError(f"The matrix has no observed entry; {who} has nothing to fit.")
+    return rows, cols, M[rows, cols], M.shape, split.kind

@@ -20,7 +20,7 @@ import numpy as np
 
 import scipy.sparse as sp
 
-from malt.algorithms.completion import holdout_loss
+from malt.algorithms.completion import holdout_loss, observed_entries
 from malt.algorithms.recommenders import Observed, als_biased_mf, ridge_rows, training_triplets
 from malt.errors import DataError
 from malt.params import Interval, Options, param
@@ -157,15 +157,8 @@ class PMFParams(InnerCVParams):
 def _observed_triplets(split):
     """(COO training matrix, kind) for either task: the ratings split's train, or the observed
     (non-NaN) entries of the missing task's M."""
-    if isinstance(split, RatingsSplit):
-        return sp.coo_matrix(split.train), "real"
-    M = np.asarray(split.M, dtype=float)
-    if M.ndim != 2:
-        raise DataError(f"PMF needs a 2-D matrix, got shape {M.shape}.")
-    r, c = np.nonzero(~np.isnan(M))
-    if r.size == 0:
-        raise DataError("The matrix has no observed entry; PMF has nothing to fit.")
-    return sp.coo_matrix((M[r, c], (r, c)), shape=M.shape), split.kind
+    rows, cols, values, shape, kind = observed_entries(split, "PMF")
+    return sp.coo_matrix((values, (rows, cols)), shape=shape), kind
 
 
 def choose(params, train, kind, rng, progress=None):

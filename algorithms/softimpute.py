@@ -41,8 +41,8 @@ from malt.selection import InnerCVParams, inner_fold_ids
 from malt.splits import Prediction, RatingsSplit
 
 from .baselines import column_means
-from .completion import holdout_loss
-from .recommenders import fit_biases, training_triplets
+from .completion import holdout_loss, observed_entries
+from .recommenders import fit_biases
 
 PATH_PATIENCE = 3
 """The λ path stops once the validation loss has risen at this many consecutive λ past its minimum
@@ -316,19 +316,6 @@ class SoftImputeParams(InnerCVParams):
                        Interval(0, None, "neither"))
 
 
-def observed_entries(split) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
-    """(rows, cols, values, shape) of the training entries of a missing or ratings split."""
-    if isinstance(split, RatingsSplit):
-        return training_triplets(split.train)
-    M = np.asarray(split.M, dtype=float)
-    if M.ndim != 2:
-        raise DataError(f"SoftImpute needs a 2-D matrix, got shape {M.shape}.")
-    rows, cols = np.nonzero(~np.isnan(M))
-    if rows.size == 0:
-        raise DataError("The matrix has no observed entry; SoftImpute has nothing to fit.")
-    return rows, cols, M[rows, cols], M.shape
-
-
 def offsets(rows, cols, y, shape, center: str) -> tuple[np.ndarray, np.ndarray]:
     """(row offset (n,), column offset (m,)) removed before completion."""
     n, m = shape
@@ -354,7 +341,7 @@ class SoftImpute(Algorithm):
 
     def run(self, split, params, ctx):
         ratings = isinstance(split, RatingsSplit)
-        rows, cols, y, shape = observed_entries(split)
+        rows, cols, y, shape, kind = observed_entries(split, "SoftImpute")
         center = params.center if params.center != "auto" else ("biases" if ratings else "column")
         row_off, col_off = offsets(rows, cols, y, shape, center)
         r = y - row_off[rows] - col_off[cols]
@@ -368,9 +355,8 @@ class SoftImpute(Algorithm):
         if params.select == "inner-cv":
             ids = inner_fold_ids(y.size, params.inner_folds, ctx.rng)
             ctx.progress(0.0, "λ path on the inner training entries")
-            ratio, losses = choose_lambda(rows, cols, y, shape, np.flatnonzero(ids == 0), center,
-                                          "real" if ratings else split.kind, params.n_lambdas, params.path_ratio,
-                                          **options)
+            ratio, losses = choose_lambda(rows, cols, y, shape, np.flatnonzero(ids == 0), center, kind,
+                                          params.n_lambdas, params.path_ratio, **options)
             diagnostics.update(selected_lam_ratio=ratio, inner_cv_score=float(np.nanmin(losses)),
                                inner_cv_losses=[round(float(v), 5) for v in losses if np.isfinite(v)])
         lambdas = lambda_path(lam_max, params.n_lambdas, params.path_ratio)
