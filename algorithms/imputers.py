@@ -30,10 +30,11 @@ from .baselines import single_threaded_blas
 from .completion import holdout_loss
 
 
-def side_information(split, ctx, components: int) -> np.ndarray | None:
+def side_information(split, ctx, components: int, use: bool = True) -> np.ndarray | None:
     """The rows' features, standardised over all rows and reduced to ``components`` principal components
-    when wider (0: all columns); None when the dataset has none. Cached in the run context."""
-    if getattr(split, "X", None) is None or ctx is None or ctx.X is None:
+    when wider (0: all columns); None when the dataset has none or ``use`` is False. Cached in the run
+    context."""
+    if not use or getattr(split, "X", None) is None or ctx is None or ctx.X is None:
         return None
 
     def compute():
@@ -78,6 +79,7 @@ class IterativeParams(Params):
                               "columns (0 = all; enron and genbase have 1001 and 1185)", Interval(0, None))
     tol: float = param(1e-3, "stop when the largest change of an imputed value, relative to the largest "
                        "absolute observed value, falls below this (scikit-learn's tol)", Interval(0, None))
+    features: bool = param(True, "complete [M, X] (True) or M alone (False)")
 
 
 @register
@@ -96,7 +98,7 @@ class IterativeImpute(Algorithm):
         from sklearn.impute import IterativeImputer
 
         M = np.asarray(split.M, dtype=float)
-        A = stacked(M, side_information(split, ctx, params.x_components))
+        A = stacked(M, side_information(split, ctx, params.x_components, params.features))
         imputer = IterativeImputer(max_iter=params.max_iter, tol=params.tol,
                                    random_state=int(ctx.rng.integers(2 ** 31)))
         with warnings.catch_warnings(), single_threaded_blas():
@@ -119,6 +121,7 @@ class KNNParams(InnerCVParams):
                          Options("uniform", "distance"))
     x_components: int = param(50, "principal components kept of the standardised features when they have more "
                               "columns (0 = all)", Interval(0, None))
+    features: bool = param(True, "complete [M, X] (True) or M alone (False)")
 
 
 def knn_complete(A: np.ndarray, m: int, n_neighbors: int, weights: str) -> np.ndarray:
@@ -142,7 +145,7 @@ class KNNImpute(Algorithm):
 
     def run(self, split, params, ctx):
         M = np.asarray(split.M, dtype=float)
-        A = stacked(M, side_information(split, ctx, params.x_components))
+        A = stacked(M, side_information(split, ctx, params.x_components, params.features))
         m = M.shape[1]
         diagnostics = {}
         if params.select == "inner-cv":
