@@ -78,3 +78,30 @@ def test_sparse_pmf_equals_dense_pmf():
     s = pmf_fit_sparse(sp.coo_matrix((Y[mask], np.nonzero(mask)), shape=Y.shape), 3, 0.5,
                        rng=np.random.default_rng(1), iterations=30, tol=0)
     np.testing.assert_allclose(d["U"] @ d["V"].T + d["offset"], s["U"] @ s["V"].T + s["offset"], atol=1e-8)
+
+
+def test_default_is_not_trivial_on_sparse_labels_and_diagnostics_say_when_a_fit_is():
+    """Issue 37: on sparse tags (12 % positives, a rank-3 logistic model) the default leaves the column
+    means (its error below theirs, signs changed, ``trivial`` 0); a fit forced to a huge penalty equals
+    the column means and says so in its diagnostics."""
+    from malt.context import Context
+    from malt.datasets.dataset import Dataset
+    from malt.registry import get
+    from malt.tasks import get_task
+
+    rng = np.random.default_rng(0)
+    logits = 2.0 * rng.normal(size=(300, 3)) @ rng.normal(size=(3, 40)) - 4.0
+    Y = (rng.random(logits.shape) < 1 / (1 + np.exp(-logits))).astype(float)
+    data = Dataset("sparse-tags", {"Y": Y})
+    task = get_task("missing")
+    tparams = task.Params(missing=0.25)
+    split = task.split(data, tparams, 0)
+    means = np.broadcast_to(np.nanmean(split.M, axis=0), split.M.shape)
+    algo = get("pmf")
+    fit = algo().run(split, algo.Params(), Context.for_arrays(seed=0))
+    error = task.score(data, tparams, split, fit)["error"]
+    baseline = task.score(data, tparams, split, type(fit)(values=means.copy()))["error"]
+    assert error < 0.85 * baseline, (error, baseline)
+    assert fit.diagnostics["trivial"] == 0 and fit.diagnostics["sign_changes_vs_column_means"] > 0.02
+    forced = algo().run(split, algo.Params(select="none", reg=1e6), Context.for_arrays(seed=0))
+    assert forced.diagnostics["trivial"] == 1 and "trivial fit" in forced.diagnostics["note"]

@@ -400,15 +400,38 @@ class MAPParams(PMAParams, LabelCoding, InnerCVParams, NaturalThresholdParams):
                                "the ranking fit (the noise takes the rest)", Interval(0, 1, "neither"),
                                active_when=When(ranking="zero-filled"))
     select: str = param("inner-cv", "ratings task: 'inner-cv' chooses `signal` and `bias_scale` from their grids on "
-                        "one validation split (1/inner_folds of the training ratings); 'none' uses the values "
-                        "given. The other tasks have nothing to select", Options("none", "inner-cv"),
-                        active_when=When(task="ratings"))
+                        "one validation split (1/inner_folds of the training ratings); missing task: it chooses k1, "
+                        "k1_scale and noise from their grids on a holdout of 1/inner_folds of the training entries "
+                        "(squared hinge loss on the labels' sign, squared error on real values); 'none' uses the "
+                        "values given. The multilabel task has nothing to select", Options("none", "inner-cv"),
+                        active_when=When(task=Options("ratings", "missing")))
+    center: str = param("column", "missing task: mean of the GP, the observed 'column' means (added back to the "
+                        "estimate), or 'none' (the dissertation's zero-mean PMA)", Options("column", "none"),
+                        active_when=When(task="missing"))
+    noise: float = param(0.0, "missing task: observation-noise variance as a fraction of the centred observed "
+                         "entries' mean square, a nugget on K1 ⊕ K2 (select=none)", Interval(0, None),
+                         active_when=When(task="missing", select="none"))
+    k1_grid: tuple[str, ...] = param(("rbf", "linear"), "missing task: candidate row kernels for select=inner-cv "
+                                     "(the linear kernel divided by its mean diagonal, as the RBF's is 1)",
+                                     Options("rbf", "linear"),
+                                     active_when=When(task="missing", select="inner-cv"))
+    k1_scale_grid: tuple[float, ...] = param((0.03, 0.1, 0.3, 1.0), "missing task: candidate k1_scale for "
+                                             "select=inner-cv; the span holds what the training entries of the six "
+                                             "MULAN sets chose (CAL500 the smallest)", Interval(0, None, "neither"),
+                                             active_when=When(task="missing", select="inner-cv"))
+    noise_grid: tuple[float, ...] = param((0.01, 0.03, 0.1, 0.3, 1.0), "missing task: candidate noise for "
+                                          "select=inner-cv; the span holds what the training entries of the six "
+                                          "MULAN sets chose (CAL500 the largest)", Interval(0, None),
+                                          active_when=When(task="missing", select="inner-cv"))
 
     @classmethod
     def implied_condition(cls, name: str) -> When | None:
         implied = super().implied_condition(name)
         if name in ("k1", "jitter", "kernel_updates"):  # the fields of KernelParams, PMAParams
             return MATRIX_TASKS if implied is None else MATRIX_TASKS & implied
+        if name == "k1_scale":  # on the missing task inner CV takes it from k1_scale_grid
+            chosen_by_hand = When(task="multilabel") | When(task="missing", select="none")
+            return chosen_by_hand if implied is None else chosen_by_hand & implied
         return implied
 
 
@@ -417,14 +440,16 @@ class PMAMap(Algorithm):
     """PMA-MAP: the MAP completion for fixed kernels (fixed point of eqs. 5.22-5.23), K2 re-estimated from G.
 
     The fixed point is computed by conjugate gradients in the kernels' eigenbasis (solver='alternate' runs the
-    paper's alternation instead)."""
+    paper's alternation instead). On the missing task the GP has the observed column means as its mean and
+    observation noise, and K1's family and scale and the noise are chosen on training entries (missing.py)."""
 
     name = "pma-map"
     tasks = frozenset({"missing", "multilabel", "ratings"})
     Params = MAPParams
-    version = "7"  # v6 (ratings task): sharpened moment kernels (kernel_power 3, shrink 300), bias penalties
+    version = "8"  # v6 (ratings task): sharpened moment kernels (kernel_power 3, shrink 300), bias penalties
     # chosen by inner CV, ranking from a zero-filled fit; v7 (missing/multilabel): single-precision
-    # eigendecompositions at the default tolerance
+    # eigendecompositions at the default tolerance; v8 (missing task): column mean, noise and K1 chosen on
+    # training entries (missing.py)
 
     def run(self, split, params, ctx):
         if isinstance(split, MultilabelSplit):
@@ -434,6 +459,10 @@ class PMAMap(Algorithm):
     def fit_predict(self, split, params, ctx):
         if hasattr(split, "train") and hasattr(split, "test_cols"):
             return _run_ratings(split, params, ctx)
+        if hasattr(split, "hidden"):  # the missing task: a column mean, noise and K1 chosen on training entries
+            from .missing import run_missing
+
+            return run_missing(split, params, ctx, single=params.solver == "cg" and params.tol >= SINGLE_TOL)
         data = matrix_inputs(split, params)
         K1, eig1 = row_kernel_eig(params, ctx, data.rows, data.fit_rows,
                                   single=params.solver == "cg" and params.tol >= SINGLE_TOL)
