@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from malt.errors import DataError
-from malt.selection import holdout_ids
+from malt.numerics.selection import holdout_ids
 from malt.splits import RatingsSplit
 
 from .recommenders import training_triplets

@@ -23,7 +23,7 @@ import numpy as np
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
-from malt.selection import InnerCVParams, candidates, holdout_ids, select
+from malt.numerics.selection import InnerCVParams, candidates, holdout_ids, select
 from malt.splits import Prediction
 
 from .baselines import single_threaded_blas

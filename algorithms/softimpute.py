@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from malt.errors import DataError
 from malt.params import Interval, Options, param
 from malt.registry import Algorithm, register
-from malt.selection import InnerCVParams, inner_fold_ids
+from malt.numerics.selection import InnerCVParams, inner_fold_ids
 from malt.splits import Prediction, RatingsSplit
 
 from .baselines import column_means

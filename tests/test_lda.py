@@ -59,7 +59,7 @@ def test_fixed_point_maximises_the_bound_over_gamma():
 
 @pytest.mark.timeout(120)
 def test_lda_beats_the_unigram_model_on_topical_documents():
-    from malt.context import Context
+    from malt.engine.context import Context
     from malt.registry import get
     from malt.tasks import get_task
     from malt.datasets.dataset import Dataset

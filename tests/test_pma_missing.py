@@ -7,7 +7,7 @@ import pytest
 
 from malt.algorithms.pma.exact import pma_exact
 from malt.algorithms.pma.map import pma_map
-from malt.context import Context
+from malt.engine.context import Context
 from malt.registry import get
 from malt.tasks.missing import MissingParams, MissingTask
 

@@ -84,7 +84,7 @@ def test_default_is_not_trivial_on_sparse_labels_and_diagnostics_say_when_a_fit_
     """Issue 37: on sparse tags (12 % positives, a rank-3 logistic model) the default leaves the column
     means (its error below theirs, signs changed, ``trivial`` 0); a fit forced to a huge penalty equals
     the column means and says so in its diagnostics."""
-    from malt.context import Context
+    from malt.engine.context import Context
     from malt.datasets.dataset import Dataset
     from malt.registry import get
     from malt.tasks import get_task

@@ -104,7 +104,7 @@ def test_als_reaches_the_nuclear_norm_solution_when_its_rank_suffices(fraction):
 
 
 def test_registered_softimpute_completes_a_low_rank_matrix_and_a_rating_matrix():
-    from malt.context import Context
+    from malt.engine.context import Context
     from malt.registry import get
     from malt.splits import MissingSplit, RatingsSplit
 

@@ -33,8 +33,8 @@ import dataclasses
 
 import numpy as np
 
-from malt.eigenbasis import Eigenbasis
-from malt.selection import candidates, holdout_ids, select
+from malt.numerics.eigenbasis import Eigenbasis
+from malt.numerics.selection import candidates, holdout_ids, select
 
 from ..completion import holdout_loss
 from .common import column_means, matrix_inputs, prediction, row_kernel_eig
