@@ -66,7 +66,7 @@ def test_lambda_zero_equals_kronecker_gp_posterior_mean():
 
 def test_sampled_products_equal_the_dense_product_at_the_entries():
     """Across SAMPLE_BLOCK boundaries, with repeated positions."""
-    from malt.algorithms.mvgp.core import SAMPLE_BLOCK, sampled_products
+    from malt.kron_observed import SAMPLE_BLOCK, sampled_products
     rng = np.random.default_rng(4)
     Z, W = rng.standard_normal((60, 5)), rng.standard_normal((50, 5))
     rows, cols = rng.integers(0, 60, 2 * SAMPLE_BLOCK + 7), rng.integers(0, 50, 2 * SAMPLE_BLOCK + 7)

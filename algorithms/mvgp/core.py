@@ -26,6 +26,8 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.sparse.linalg import LinearOperator, svds
 
+from malt.kron_observed import Pattern, sampled_products  # noqa: F401  (shared with the PMA ratings path)
+
 
 def diffusion_sqrt(graph, a: float = 1.0, b: float = 1.0) -> np.ndarray:
     """Square root G (G Gᵀ = C) of the diffusion kernel C = exp(−a 𝓛) + b I of a graph.
@@ -160,34 +162,6 @@ class HeatRoot:
     def dense(self) -> np.ndarray:
         """The (M, 2M) matrix (for tests on small graphs)."""
         return self @ np.eye(self.shape[1])
-
-
-SAMPLE_BLOCK = 1024  # entries per block of `sampled_products`: two (block, r) gathers stay in cache
-
-
-def sampled_products(Z, W, rows, cols) -> np.ndarray:
-    """(Z Wᵀ)_{rows[l], cols[l]} for every l: the observed entries of F, O(L r), by blocks of entries
-    (gathering all L rows of Z and W at once writes 2·L·r floats to memory and runs 4× slower)."""
-    out = np.empty(rows.size)
-    for s in range(0, rows.size, SAMPLE_BLOCK):
-        e = slice(s, s + SAMPLE_BLOCK)
-        out[e] = np.einsum("ij,ij->i", Z[rows[e]], W[cols[e]])
-    return out
-
-
-class Pattern:
-    """The observed positions in row-major (CSR) order, so a sparse matrix with values on them is built
-    without a conversion: ``Pattern(rows, cols, shape)``, then ``p.rows``, ``p.cols``, ``p.order`` (the
-    permutation applied) and ``p.matrix(values)`` (values in the sorted order; duplicates add up)."""
-
-    def __init__(self, rows, cols, shape):
-        self.order = np.lexsort((cols, rows))
-        self.rows, self.cols = rows[self.order], cols[self.order]
-        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.rows, minlength=shape[0]))])
-        self.shape = shape
-
-    def matrix(self, values) -> sp.csr_matrix:
-        return sp.csr_matrix((values, self.cols, self.indptr), shape=self.shape)
 
 
 def _parts(U, V, GM, GN, rows, cols, y, inv_s2, frob, lam, unrated=0.0):
