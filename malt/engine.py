@@ -34,6 +34,7 @@ from malt import provenance, registry
 from malt.context import Context, MemoryCache
 from malt.progress import Progress
 from malt.errors import MaltError
+from malt.memory import PeakMemory
 from malt.params import Params
 from malt.repository.cache import worth_caching
 from malt.tasks.base import Task
@@ -175,7 +176,7 @@ def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str |
     packed = None
     start, cpu = time.perf_counter(), time.process_time()
     try:
-        with (warnings.catch_warnings(record=True) as caught,
+        with (warnings.catch_warnings(record=True) as caught, PeakMemory() as peak,
               provenance.blas_threads(threads or algo.blas_threads, jobs)):
             warnings.simplefilter("always")
             split = task.split(dataset, options, unit.fold)
@@ -186,7 +187,7 @@ def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str |
             packed = _roundtrip(task.pack(split, prediction, options))
             scores = score_packed(task, dataset, options, split, packed)
         record.update(status="ok", metrics=scores, metric_versions=metric_versions(task, scores), fit_seconds=fit,
-                      fit_cpu_seconds=fit_cpu)
+                      fit_cpu_seconds=fit_cpu, peak_rss_mib=round(peak.mib, 1))
         if prediction.diagnostics:
             record["diagnostics"] = _jsonable(prediction.diagnostics)
         if caught:
