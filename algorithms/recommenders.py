@@ -248,6 +248,40 @@ def choose_reg(params: BiasedMFParams, train, rng: np.random.Generator, progress
     return select(candidates(params, {"reg": params.reg_grid}), evaluate, ids, progress=progress)
 
 
+VALIDATION_BLOCK = 1024
+"""Validation rows scored at once by `validation_recall` (a callable's scores are never whole)."""
+
+
+def validation_recall(fit_rows, fit_cols, shape, val_rows, val_cols, val_y, scores, relevant: float,
+                      k: int = 20) -> float:
+    """recall@k of a ranking at a validation part (val_rows, val_cols, val_y) of the training ratings, by the
+    ratings task's conventions: a row's candidates are the columns it did not rate in the fitting part
+    (fit_rows, fit_cols), a rating is relevant when > ``relevant`` (the task's default: the top of the scale
+    minus 1). ``scores``: (len(unique(val_rows)), n_cols) in sorted row order, or a function of an array of
+    row ids returning their (len, n_cols) scores, called on blocks of ``VALIDATION_BLOCK`` rows (memory: one
+    block). What the self-tuning models choose their ranking fits by (the paper selects separately for RMSE
+    and for R@20, Koyejo et al. 2014 §5.2)."""
+    from malt.tasks.ratings import ranking_at_k, top_candidates
+
+    seen = sp.csr_matrix((np.ones(len(fit_rows)), (fit_rows, fit_cols)), shape=shape)
+    u = np.unique(val_rows)
+    top = np.empty((u.size, min(k, shape[1])), dtype=np.int64)
+    for start in range(0, u.size, VALIDATION_BLOCK):
+        block = u[start:start + VALIDATION_BLOCK]
+        got = scores(block) if callable(scores) else scores[start:start + VALIDATION_BLOCK]
+        top[start:start + block.size] = top_candidates(seen, block, got, k)
+    recall = ranking_at_k(top, u, np.asarray(val_rows), np.asarray(val_cols), np.asarray(val_y), k, relevant)[1]
+    return float(recall) if np.isfinite(recall) else 0.0
+
+
+def relevance_threshold(y) -> float:
+    """The ratings task's default relevance threshold for these training ratings: the top of the scale
+    (`malt.tasks.ratings.scale_top`) minus 1."""
+    from malt.tasks.ratings import scale_top
+
+    return scale_top(np.asarray(y)) - 1.0
+
+
 @register
 class Popularity(Algorithm):
     """POPULARITY: ranks items by their number of training ratings; its rating estimate is the item's mean.

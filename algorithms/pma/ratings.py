@@ -206,7 +206,53 @@ def predict_ratings(moments: dict, rows, cols, test_rows, test_cols, *, signal: 
             "residual": residual, "kernel_scale": (signal * d1, signal * d2)}
 
 
-def zero_filled_scores(rows, cols, y, shape, score_rows, *, signal: float = 0.02, min_noise: float = 0.1):
+class ZeroFilled:
+    """The zero-filled target of the ranking fits, T (t_ij = r_ij / r̄ where rated, 0 elsewhere), optionally
+    centred by its column means c̄ (T_c = T − 1 c̄ᵀ: the items' popularity taken out as a fixed offset and
+    added back to the scores), with the products the kernels need — all by sparse products and rank-one
+    corrections: T_c is never dense.
+
+    gram_rows(X) = (T_c T_cᵀ − diag) X and gram_cols(X) = (T_cᵀ T_c − diag) X, the zero-diagonal Gram
+    operators (T_cᵀ T_c = Tᵀ T − n c̄ c̄ᵀ, since Tᵀ 1 = n c̄); ``total`` the mean square of T_c."""
+
+    def __init__(self, rows, cols, y, shape, center: bool = False):
+        n, m = self.shape = tuple(shape)
+        t = np.asarray(y, dtype=float) / float(np.mean(y))
+        self.T = sp.csr_matrix((t, (rows, cols)), shape=shape)
+        self.Tt = self.T.T.tocsr()
+        self.cbar = np.asarray(self.T.sum(axis=0)).ravel() / n if center else np.zeros(m)
+        self.Tc = self.T @ self.cbar  # T c̄, (n,)
+        sq = self.T.multiply(self.T)
+        self.diag_rows = np.asarray(sq.sum(axis=1)).ravel() - 2.0 * self.Tc + self.cbar @ self.cbar
+        self.diag_cols = np.asarray(sq.sum(axis=0)).ravel() - n * self.cbar ** 2
+        self.total = float(t @ t - n * (self.cbar @ self.cbar)) / (n * m)
+
+    def gram_rows(self, X: np.ndarray) -> np.ndarray:
+        T, c = self.T, self.cbar
+        TtX = self.Tt @ X
+        out = T @ TtX - self.diag_rows[:, None] * X
+        if c.any():
+            s = X.sum(axis=0)
+            out -= np.outer(self.Tc, s) + (c @ TtX)[None, :] - (c @ c) * s[None, :]
+        return out
+
+    def gram_cols(self, X: np.ndarray) -> np.ndarray:
+        out = self.Tt @ (self.T @ X) - self.diag_cols[:, None] * X
+        if self.cbar.any():
+            out -= self.shape[0] * np.outer(self.cbar, self.cbar @ X)
+        return out
+
+    def right(self, V2: np.ndarray) -> np.ndarray:
+        """T_c V2, (n, r)."""
+        return np.asarray(self.T @ V2) - np.outer(np.ones(self.shape[0]), self.cbar @ V2)
+
+    def left(self, V1: np.ndarray) -> np.ndarray:
+        """V1ᵀ T_c, (r, m)."""
+        return np.asarray(self.Tt @ V1).T - np.outer(V1.sum(axis=0), self.cbar)
+
+
+def zero_filled_scores(rows, cols, y, shape, score_rows, *, signal: float = 0.02, min_noise: float = 0.1,
+                       center: bool = False):
     """Ranking scores: the same GP (X = F + G, Σ = K1 ⊕ K2 + σ² I) fitted to the zero-filled matrix T
     (t_ij = r_ij / r̄ where rated, 0 elsewhere; PureSVD, Cremonesi, Koren & Turrin 2010), so a score says
     which items a user rates as well as how highly; ranking by predicted ratings alone puts rarely rated
@@ -220,35 +266,40 @@ def zero_filled_scores(rows, cols, y, shape, score_rows, *, signal: float = 0.02
 
     with the kernels' share s = ``signal`` of the mean square of T and σ² the rest (at least
     ``min_noise`` of it). A small share keeps Φ nearly linear in the spectrum (scores ≈ (K1 T + T K2) / σ²:
-    co-rating neighbours of both sides); signal 0.02 was near the best recall@20 on MovieLens-100K
-    (0.43-0.46 for 0.01-0.1), FilmTrust and CiaoDVD (flat or falling above 0.02).
+    co-rating neighbours of both sides). ``center``: the GP models T − 1 c̄ᵀ, c̄ the column means (item
+    popularity as a fixed offset, added back to the scores; `ZeroFilled`) — on sparse data, where most
+    users have a handful of ratings, their co-rating neighbours say little and popularity much.
 
-    Returns (len(score_rows), m) scores for the rows ``score_rows`` (sorted ids) and the noise σ².
+    Returns (len(score_rows), m) scores for the rows ``score_rows`` (sorted ids) and the noise σ²; with
+    ``score_rows`` None, a function of row ids returning their scores in place of the scores.
     Cost O(n³ + m³ + nnz m + n² m + |score_rows| (n m + m²)); memory two n × m arrays and the eigenvectors. The
     zero-filled matrix is never formed densely: T U2 is a sparse × dense product."""
     n, m = shape
-    t = np.asarray(y, dtype=float) / float(np.mean(y))
-    T = sp.csr_matrix((t, (rows, cols)), shape=shape)
-    K1 = (T @ T.T).toarray() / m
-    K2 = (T.T @ T).toarray() / n
-    np.fill_diagonal(K1, 0.0)
-    np.fill_diagonal(K2, 0.0)
+    target = ZeroFilled(rows, cols, y, shape, center)
+    K1 = target.gram_rows(np.eye(n)) / m
+    K2 = target.gram_cols(np.eye(m)) / n
     basis = KroneckerEigenbasis(Eigenbasis.symmetric(K1, check_psd=False, floor_rel=0.0),
                                 Eigenbasis.symmetric(K2, check_psd=False, floor_rel=0.0))
     del K1, K2
-    total = float(t @ t) / (n * m)
+    total = target.total
     kernel_part = float(np.mean(basis.a) + np.mean(basis.b))  # mean diagonals of the projected kernels
     if signal * kernel_part > (1.0 - min_noise) * total:
         signal = (1.0 - min_noise) * total / kernel_part
     noise = total - signal * kernel_part
-    Th = basis.rotate(T)  # U1ᵀ T U2
+    U1, U2 = basis.left.vectors, basis.right.vectors
+    Th = U1.T @ target.right(U2)  # U1ᵀ T_c U2
     Phi = basis.spectrum("sum")
     Phi *= signal
     Th *= Phi
     Phi += noise
     Th /= Phi
     del Phi
-    return (basis.left.vectors[score_rows] @ Th) @ basis.right.inv, noise
+
+    def scorer(rows_):
+        return target.cbar[None, :] + (U1[np.asarray(rows_)] @ Th) @ basis.right.inv
+
+    return (scorer if score_rows is None else scorer(score_rows)), noise
+
 
 
 # ---- the scalable path: sparse moment operators, low-rank eigenbases, weight-space conjugate gradients ----
@@ -377,30 +428,27 @@ def predict_low_rank(moments: dict, rows, cols, test_rows, test_cols, *, signal:
 
 
 def zero_filled_scores_low_rank(rows, cols, y, shape, score_rows, *, signal: float = 0.02, min_noise: float = 0.1,
-                                rank: int = RANK, dense_limit: int = DENSE_LIMIT):
+                                rank: int = RANK, dense_limit: int = DENSE_LIMIT, center: bool = False):
     """`zero_filled_scores` with low-rank kernels: each side larger than ``dense_limit`` keeps the top ``rank``
-    eigenpairs of its zero-diagonal Gram operator (T Tᵀ / m or Tᵀ T / n minus the diagonal, applied as two
-    sparse products: O(nnz · rank) per block product), clipped at zero; the complement of their span has
-    eigenvalue 0. With P = V Vᵀ, Q = I − P on each side, T splits into P1 T P2 + P1 T Q2 + Q1 T P2 + Q1 T Q2,
-    on which the posterior map is Φ ⊙ (in the basis), φ(λ1), φ(λ2) and 0, φ(x) = s x / (s x + σ²):
+    eigenpairs of its zero-diagonal Gram operator (`ZeroFilled`: two sparse products per block product,
+    O(nnz · rank)), clipped at zero; the complement of their span has eigenvalue 0. With P = V Vᵀ,
+    Q = I − P on each side, T splits into P1 T P2 + P1 T Q2 + Q1 T P2 + Q1 T Q2, on which the posterior map is
+    Φ ⊙ (in the basis), φ(λ1), φ(λ2) and 0, φ(x) = s x / (s x + σ²):
 
         E[X | T][u] = V1[u] (Φ ⊙ C − φ(λ1) C − C φ(λ2)) V2ᵀ + V1[u] φ(λ1) V1ᵀ T + (T V2)[u] φ(λ2) V2ᵀ,
 
-    C = V1ᵀ T V2. Exact (equal to `zero_filled_scores`) when both eigenbases are full. Returns the scores of
-    ``score_rows`` (len(score_rows), m) and the noise σ². Cost O(nnz · rank + len(score_rows) · m · rank)."""
+    C = V1ᵀ T V2 (T centred by its column means with ``center``, which are added back). Exact (equal to
+    `zero_filled_scores`) when both eigenbases are full. Returns the scores of ``score_rows``
+    (len(score_rows), m), or with ``score_rows`` None a function of row ids giving them, and the noise σ². Cost O(nnz · rank + len(score_rows) · m · rank)."""
     n, m = shape
-    t = np.asarray(y, dtype=float) / float(np.mean(y))
-    T = sp.csr_matrix((t, (rows, cols)), shape=shape)
-    Tt = T.T.tocsr()
-    sq = T.multiply(T)
-    d1, d2 = np.asarray(sq.sum(axis=1)).ravel(), np.asarray(sq.sum(axis=0)).ravel()
+    target = ZeroFilled(rows, cols, y, shape, center)
     rng = np.random.default_rng(0)
     clip = lambda v: np.maximum(v, 0.0)  # noqa: E731
-    E1 = Eigenbasis.top(lambda X: (T @ (Tt @ X) - d1[:, None] * X) / m, n, n if n <= dense_limit else rank,
-                        rng=rng, transform=clip)
-    E2 = Eigenbasis.top(lambda X: (Tt @ (T @ X) - d2[:, None] * X) / n, m, m if m <= dense_limit else rank,
-                        rng=rng, transform=clip)
-    total = float(t @ t) / (n * m)
+    E1 = Eigenbasis.top(lambda X: target.gram_rows(X) / m, n, n if n <= dense_limit else rank, rng=rng,
+                        transform=clip)
+    E2 = Eigenbasis.top(lambda X: target.gram_cols(X) / n, m, m if m <= dense_limit else rank, rng=rng,
+                        transform=clip)
+    total = target.total
     kernel_part = float(E1.values.sum() / n + E2.values.sum() / m)  # mean diagonals of the projected kernels
     if signal * kernel_part > (1.0 - min_noise) * total:
         signal = (1.0 - min_noise) * total / kernel_part
@@ -410,10 +458,18 @@ def zero_filled_scores_low_rank(rows, cols, y, shape, score_rows, *, signal: flo
         return signal * x / (signal * x + noise)
 
     V1, V2, a, b = E1.vectors, E2.vectors, E1.values, E2.values
-    TV2 = np.asarray(T @ V2)
-    V1T = np.asarray(Tt @ V1).T  # V1ᵀ T, (r1, m)
+    TV2 = target.right(V2)
+    V1T = target.left(V1)
     C = V1.T @ TV2
     p1, p2 = phi(a), phi(b)
     core = phi(a[:, None] + b[None, :]) * C - p1[:, None] * C - C * p2[None, :]
-    u = np.asarray(score_rows)
-    return (V1[u] @ core) @ V2.T + (V1[u] * p1) @ V1T + (TV2[u] * p2) @ V2.T, noise
+
+    def scorer(rows_):
+        u = np.asarray(rows_)
+        scores = (V1[u] @ core) @ V2.T
+        scores += (V1[u] * p1) @ V1T
+        scores += (TV2[u] * p2) @ V2.T
+        scores += target.cbar[None, :]
+        return scores
+
+    return (scorer if score_rows is None else scorer(score_rows)), noise
