@@ -5,7 +5,7 @@ BIN     = $(VENV)/bin
 MALT    = $(BIN)/malt
 DEMO   ?= demo-results
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench bench-scale clean
 
 $(BIN)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,11 @@ test: install
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 bench: install
-	@for script in tests/benchmarks/bench_*.py; do echo "== $$script"; PYTHONPATH=. MALT_DATA=$(FIGDATA) $(BIN)/python $$script || exit 1; done
+	@for script in tests/benchmarks/bench_*.py; do [ $$script = tests/benchmarks/bench_scale.py ] && continue; echo "== $$script"; PYTHONPATH=. MALT_DATA=$(FIGDATA) $(BIN)/python $$script || exit 1; done
+
+# The matrix models at the scale of real rating matrices (issue 36): hours at full sizes; QUICK=1 for minutes.
+bench-scale: install
+	PYTHONPATH=. MALT_DATA=$(FIGDATA) nice -n 10 $(BIN)/python tests/benchmarks/bench_scale.py $(if $(QUICK),--quick)
 
 clean:
 	rm -rf $(DEMO) figures .pytest_cache

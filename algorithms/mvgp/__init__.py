@@ -21,7 +21,7 @@ from malt.algorithms.recommenders import Biases, fit_biases, relevance_threshold
 from malt.params import Interval, Options, param
 from malt.registry import Algorithm, register
 from malt.selection import InnerCVParams, candidates, inner_fold_ids, select
-from malt.splits import Prediction
+from malt.splits import Prediction, RowScores
 
 from .core import (DiffusionRoot, HeatRoot, diffusion_sqrt, fit_mvgp, null_edge, objective,  # noqa: F401
                    sampled_products, smooth_gradient_top)
@@ -164,12 +164,14 @@ def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None):
             params = choice.best
             diagnostics.update({f"ranking_{k}": v for k, v in choice.diagnostics().items()})
         ctx.progress(0.9, "ranking fit")
-        g, scores = ranking(np.arange(train.nnz), params, urows)
+        g, scorer = ranking(np.arange(train.nnz), params, None)
+        scores = RowScores(urows, train.shape[1], scorer)
         diagnostics.update({"ranking_rank": g["rank"], "ranking_tau": g["tau"],
                             "ranking_converged": bool(g["solver_converged"]),
                             "ranking_rank_capped": bool(g["rank_capped"])})
     else:
-        scores = f["Z"][urows] @ f["W"].T + off.mu + off.user[urows][:, None] + off.item[None, :]
+        scores = RowScores(urows, train.shape[1],
+                           lambda r: f["Z"][r] @ f["W"].T + off.mu + off.user[r][:, None] + off.item[None, :])
     return Prediction(values=values, scores=scores, diagnostics=diagnostics)
 
 
@@ -318,7 +320,8 @@ class MVGP(Algorithm):
     name = "mvgp"
     tasks = frozenset({"ratings"})
     Params = MVGPParams
-    version = "10"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: its own σ² grid; v7: ranking
+    version = "11"  # v11: bias penalties and the ranking fit's popularity offset chosen on the holdout;
+    # v5: bias offsets, shared inner-CV vocabulary by default; v6: its own σ² grid; v7: ranking
     # fit, block top-singular solver, grow_block 10; v8: symmetric root, warm starts, ftol 1e-6; v9: rank by
     # inner CV (max_rank_grid); v10: `converged` is the solver's own test (was: rank growth)
 
@@ -332,8 +335,9 @@ class TraceGP(Algorithm):
     name = "trace-gp"
     tasks = frozenset({"ratings"})
     Params = TraceGPParams
-    version = "8"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
-    # v7: symmetric root, warm starts, ftol 1e-6; v8: `converged` is the solver's own test (was: rank growth)
+    version = "9"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
+    # v7: symmetric root, warm starts, ftol 1e-6; v8: `converged` is the solver's own test (was: rank growth);
+    # v9: bias penalties and the ranking fit's popularity offset chosen on the holdout
 
     def run(self, split, params, ctx):
         return predict_split(split, params, ctx, lam=params.lam, frob=0.0)
@@ -345,8 +349,9 @@ class ConMVGP(Algorithm):
     name = "con-mvgp"
     tasks = frozenset({"ratings"})
     Params = ConMVGPParams
-    version = "8"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
-    # v7: symmetric root, warm starts, ftol 1e-6; v8: `converged` is the solver's own test (was: rank growth)
+    version = "9"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
+    # v7: symmetric root, warm starts, ftol 1e-6; v8: `converged` is the solver's own test (was: rank growth);
+    # v9: bias penalties and the ranking fit's popularity offset chosen on the holdout
 
     def run(self, split, params, ctx):
         return predict_split(split, params, ctx, lam=params.lam, frob=1.0)

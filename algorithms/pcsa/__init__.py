@@ -11,7 +11,7 @@ from malt.errors import DataError, InvalidParameterError
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
 from malt.selection import InnerCVParams, candidates, inner_fold_ids, select
-from malt.splits import Prediction, RatingsSplit
+from malt.splits import Prediction, RatingsSplit, RowScores
 
 from .core import pcsa_fit  # noqa: F401  (public API)
 from .observed import pcsa_observed_fit
@@ -208,8 +208,8 @@ class _PCSABase(Algorithm):
                 # ratings lie in a known range: the estimate is clipped to the training ratings' range
                 # (as Surprise clips to the rating scale); the ranking scores are left as they are
                 values = np.clip(fit.at(split.test_rows, split.test_cols), y.min(), y.max())
-                scores = (exposure_scores(fit, R.row, R.col, y, R.shape[1], fit.rank_slope)(urows) if exposure
-                          else fit.rows(urows))
+                scores = RowScores(urows, R.shape[1], exposure_scores(fit, R.row, R.col, y, R.shape[1], fit.rank_slope)
+                                   if exposure else fit.rows)
                 return Prediction(values=values, scores=scores, diagnostics=fit.diagnostics)
             M = np.zeros(R.shape); mask = np.zeros(R.shape, dtype=bool)
             M[R.row, R.col] = R.data; mask[R.row, R.col] = True

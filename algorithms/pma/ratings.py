@@ -421,8 +421,9 @@ def predict_low_rank(moments: dict, rows, cols, test_rows, test_cols, *, signal:
     values = mu + b[test_rows] + c[test_cols] + mean.at(test_rows, test_cols)
     full = None
     if scores:
-        urows = np.unique(test_rows)
-        full = mu + b[urows][:, None] + c[None, :] + mean.rows(urows)
+        from malt.splits import RowScores
+
+        full = RowScores(np.unique(test_rows), m, lambda r: mu + b[r][:, None] + c[None, :] + mean.rows(r))
     return {"values": values, "scores": full, "noise": noise, "signal": signal, "iterations": info["iterations"],
             "residual": info["residual"], "kernel_scale": (signal * d1, signal * d2)}
 
