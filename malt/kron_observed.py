@@ -141,9 +141,9 @@ class ObservedKroneckerSum:
             return np.concatenate([np.asarray(E.T @ A1).ravel(), np.asarray(E @ A2).ravel()])
 
         def gather(theta):
-            """J θ: the model's entries at the observed positions."""
+            """J θ: the model's entries [A1, Υ][i] · [Ω, A2][j] at the observed positions (one pass)."""
             Omega, Upsilon = theta[:split].reshape(m, r1), theta[split:].reshape(n, r2)
-            return sampled_products(A1, Omega, p.rows, p.cols) + sampled_products(Upsilon, A2, p.rows, p.cols)
+            return sampled_products(np.hstack([A1, Upsilon]), np.hstack([Omega, A2]), p.rows, p.cols)
 
         b = scatter(y)
         b_norm = float(np.sqrt(b @ (b / D)))

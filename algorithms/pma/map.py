@@ -390,12 +390,10 @@ class MAPParams(PMAParams, InnerCVParams):
     dense_limit: int = param(4000, "ratings task: largest side (users or items) of the exact path — dense moment "
                              "kernels, exactly decomposed, and the dual solve over the observed ratings; a larger "
                              "matrix takes the scalable path (no users × users, items × items or users × items "
-                             "array: `rank` eigenpairs of each larger side's sparse moment kernel, O(nnz · rank) "
-                             "per iteration)", Interval(1, None))
-    rank: int = param(100, "ratings task, scalable path: eigenpairs kept of the moment kernel of a side larger than "
-                      "dense_limit (exact when at least the side's size); 100 moved the test RMSE of "
-                      "MovieLens-100K's first split by 3e-4 from the exact path's, 50 by 1.4e-3",
-                      Interval(1, None))
+                             "array: `rank` eigenpairs of each side's sparse moment kernel, O(nnz · rank) per "
+                             "iteration)", Interval(1, None))
+    rank: int = param(100, "ratings task, scalable path: eigenpairs kept of each side's moment kernel (all of them, "
+                      "exact, on a side of at most rank)", Interval(1, None))
     select: str = param("inner-cv", "ratings task: 'inner-cv' chooses `signal` and `bias_scale` from their grids on "
                         "one validation split (1/inner_folds of the training ratings); 'none' uses the values "
                         "given. The other tasks have nothing to select", Options("none", "inner-cv"))
@@ -494,7 +492,7 @@ def _run_ratings(split, params, ctx):
             if exact:
                 return zero_filled_scores(fit_rows, fit_cols, fit_y, train.shape, score_rows, **kw)
             return zero_filled_scores_low_rank(fit_rows, fit_cols, fit_y, train.shape, score_rows, rank=params.rank,
-                                               dense_limit=params.dense_limit, **kw)
+                                               **kw)
 
         grids = {"rank_signal": params.rank_signal_grid, "rank_center": params.rank_center_grid}
         if tuned and any(len(grid) > 1 for grid in grids.values()):

@@ -23,8 +23,8 @@ posterior mean is exact in the eigenbases of its two moment kernels (four n × m
 
 Two paths. The exact one above (dense kernels, dual conjugate gradients) runs when both sides have at most
 ``dense_limit`` rows; it is the reference. Above it (`fit_moments_low_rank`, `predict_low_rank`,
-`zero_filled_scores_low_rank`) no n × n, m × m or n × m array is formed: a side larger than ``dense_limit``
-keeps the top ``rank`` eigenpairs of its moment kernel, computed from the sparse co-rating moments
+`zero_filled_scores_low_rank`) no n × n, m × m or n × m array is formed: each side keeps the top ``rank``
+eigenpairs of its moment kernel (all of them on a side of at most ``rank``), computed from the sparse co-rating moments
 (`MomentKernel`, by randomised block Krylov iteration: `malt.eigenbasis.top_eigenpairs`), the sharpened
 spectrum keeping the trace of those eigenpairs; the prediction is the same posterior mean in the kernels'
 weight space (`malt.kron_observed.ObservedKroneckerSum`, O(nnz · rank) per conjugate-gradient iteration).
@@ -168,7 +168,7 @@ def fit_moments(rows, cols, y, shape, *, shrink: float = 100.0, reg_rows: float 
     (`exact_path`) the kernels' eigenbases instead (`fit_moments_low_rank`)."""
     if not exact_path(shape, dense_limit):
         return fit_moments_low_rank(rows, cols, y, shape, shrink=shrink, reg_rows=reg_rows, reg_cols=reg_cols,
-                                    power=power, rank=rank, dense_limit=dense_limit)
+                                    power=power, rank=rank)
     check_size(shape)
     mu, b, c = regularised_biases(rows, cols, y, shape, reg_rows, reg_cols)
     resid = y - mu - b[rows] - c[cols]
@@ -382,16 +382,14 @@ def moment_basis(rows, cols, resid, shape, axis: int, shrink: float, power: floa
 
 
 def fit_moments_low_rank(rows, cols, y, shape, *, shrink: float = 100.0, reg_rows: float = 15.0,
-                         reg_cols: float = 10.0, power: float = 1.0, rank: int = RANK,
-                         dense_limit: int = DENSE_LIMIT) -> dict:
-    """`fit_moments` without dense kernels above ``dense_limit``: dict with mu, b, c, the residuals, their mean
-    square ``total`` and the kernels' eigenbases E1 (rows) and E2 (columns) — exact on a side of at most
-    ``dense_limit``, else its top ``rank`` eigenpairs (`moment_basis`). O(nnz + pairs · rank)."""
-    n, m = shape
+                         reg_cols: float = 10.0, power: float = 1.0, rank: int = RANK) -> dict:
+    """`fit_moments` without dense kernels: dict with mu, b, c, the residuals, their mean square ``total`` and
+    the kernels' eigenbases E1 (rows) and E2 (columns), each the top ``rank`` eigenpairs (`moment_basis`; all
+    of them, exact, on a side of at most ``rank``). O(nnz + pairs · rank)."""
     mu, b, c = regularised_biases(rows, cols, y, shape, reg_rows, reg_cols)
     resid = y - mu - b[rows] - c[cols]
-    E1 = moment_basis(rows, cols, resid, shape, 1, shrink, power, rank=None if n <= dense_limit else rank)
-    E2 = moment_basis(rows, cols, resid, shape, 0, shrink, power, rank=None if m <= dense_limit else rank)
+    E1 = moment_basis(rows, cols, resid, shape, 1, shrink, power, rank=rank)
+    E2 = moment_basis(rows, cols, resid, shape, 0, shrink, power, rank=rank)
     return {"mu": mu, "b": b, "c": c, "resid": resid, "total": float(np.mean(resid ** 2)), "E1": E1, "E2": E2}
 
 
@@ -429,9 +427,9 @@ def predict_low_rank(moments: dict, rows, cols, test_rows, test_cols, *, signal:
 
 
 def zero_filled_scores_low_rank(rows, cols, y, shape, score_rows, *, signal: float = 0.02, min_noise: float = 0.1,
-                                rank: int = RANK, dense_limit: int = DENSE_LIMIT, center: bool = False):
-    """`zero_filled_scores` with low-rank kernels: each side larger than ``dense_limit`` keeps the top ``rank``
-    eigenpairs of its zero-diagonal Gram operator (`ZeroFilled`: two sparse products per block product,
+                                rank: int = RANK, center: bool = False):
+    """`zero_filled_scores` with low-rank kernels: each side keeps the top ``rank`` eigenpairs (all of them on a
+    side of at most ``rank``) of its zero-diagonal Gram operator (`ZeroFilled`: two sparse products per block product,
     O(nnz · rank)), clipped at zero; the complement of their span has eigenvalue 0. With P = V Vᵀ,
     Q = I − P on each side, T splits into P1 T P2 + P1 T Q2 + Q1 T P2 + Q1 T Q2, on which the posterior map is
     Φ ⊙ (in the basis), φ(λ1), φ(λ2) and 0, φ(x) = s x / (s x + σ²):
@@ -445,10 +443,8 @@ def zero_filled_scores_low_rank(rows, cols, y, shape, score_rows, *, signal: flo
     target = ZeroFilled(rows, cols, y, shape, center)
     rng = np.random.default_rng(0)
     clip = lambda v: np.maximum(v, 0.0)  # noqa: E731
-    E1 = Eigenbasis.top(lambda X: target.gram_rows(X) / m, n, n if n <= dense_limit else rank, rng=rng,
-                        transform=clip)
-    E2 = Eigenbasis.top(lambda X: target.gram_cols(X) / n, m, m if m <= dense_limit else rank, rng=rng,
-                        transform=clip)
+    E1 = Eigenbasis.top(lambda X: target.gram_rows(X) / m, n, rank, rng=rng, transform=clip)
+    E2 = Eigenbasis.top(lambda X: target.gram_cols(X) / n, m, rank, rng=rng, transform=clip)
     total = target.total
     kernel_part = float(E1.values.sum() / n + E2.values.sum() / m)  # mean diagonals of the projected kernels
     if signal * kernel_part > (1.0 - min_noise) * total:

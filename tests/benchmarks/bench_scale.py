@@ -182,7 +182,7 @@ def section_growth(sizes, models, threads):
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="reduced sizes (minutes)")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1, help="BLAS threads per fit (1: CPU seconds without spin-waiting, a bound on the wall time on 2 cores)")
     parser.add_argument("--only", nargs="*", default=None, help="sections to run (1-5)")
     args = parser.parse_args(argv)
     only = set(args.only or "12345")
