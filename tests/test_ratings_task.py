@@ -127,3 +127,33 @@ def test_top_candidates_in_blocks_equal_one_pass(monkeypatch):
     blocked = top_candidates(train, rows, S, 30)
     monkeypatch.setattr(ratings, "BLOCK_ROWS", 10**9)
     assert np.array_equal(blocked, top_candidates(train, rows, S, 30))
+
+
+def test_row_scores_computed_by_blocks_rank_like_the_dense_array(monkeypatch):
+    """A `RowScores` (scores computed a block of rows at a time, issue 36) gives the stored top lists and the
+    metrics of the dense array it stands for, never asking for more than one block of rows at once."""
+    import malt.tasks.ratings as ratings
+    from malt.splits import RowScores
+
+    monkeypatch.setattr(ratings, "BLOCK_ROWS", 4)
+    R = sp.random(30, 40, density=0.3, random_state=5, format="coo")
+    R.data = np.ceil(R.data * 5)
+    data = Dataset("tiny", {"ratings": R})
+    task = get_task("ratings")
+    options = task.Params(k=5)
+    split = task.split(data, options, 0)
+    rows = np.unique(split.test_rows)
+    table = np.random.default_rng(1).random((30, 40))
+    asked = []
+
+    def score(ids):
+        asked.append(len(ids))
+        return table[ids]
+
+    values = np.full(split.test_rows.size, 3.0)
+    dense = task.pack(split, Prediction(values=values, scores=table[rows]), options)
+    lazy = task.pack(split, Prediction(values=values, scores=RowScores(rows, 40, score)), options)
+    np.testing.assert_array_equal(lazy["top"], dense["top"])
+    assert max(asked) == 4 and sum(asked) == rows.size
+    with pytest.raises(ValueError, match="shape"):
+        task.pack(split, Prediction(values=values, scores=RowScores(rows[:-1], 40, score)), options)
