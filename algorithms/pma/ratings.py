@@ -51,11 +51,11 @@ RANK = 100
 """Default number of eigenpairs kept of a moment kernel above ``DENSE_LIMIT``. Of the sharpened (power 3)
 spectrum the top 100 carry 99.98 % of the trace on MovieLens-100K and all of it on FilmTrust."""
 STORED_BYTES = 2 * 2 ** 30
-"""A moment kernel whose co-rating pairs fit in this many bytes (8 per pair in single precision, 12 in
-double) is built once as a sparse matrix; a denser one is recomputed block by block at every product."""
+"""A moment kernel's sparse correction (`MomentKernel`: pairs co-rating more than once) that fits in this many
+bytes is built once; a larger one is recomputed block by block at every product."""
 EXACT_PAIRS = 2 * 10 ** 7
-"""Up to this many co-rating pairs a stored moment kernel keeps double precision (the eigenbasis then agrees
-with the dense path's to rounding); above it single precision halves its memory and product time."""
+"""Up to this many stored pairs the correction keeps double precision (the eigenbasis then agrees with the
+dense path's to rounding); above it single precision halves its memory and product time."""
 BLOCK_ENTRIES = 2 ** 24
 """Entries of one row block of a recomputed moment kernel (128 MiB in double precision)."""
 
@@ -306,16 +306,20 @@ def zero_filled_scores(rows, cols, y, shape, score_rows, *, signal: float = 0.02
 
 class MomentKernel:
     """The moment kernel of `moment_kernel` before its PSD projection — K_jk = S_jk / (N_jk + shrink) off the
-    diagonal, 0 on it, with S the co-rated residual products and N the co-rating counts — as an operator
-    X ↦ K X over the columns (axis=0, m × m) or the rows (axis=1, n × n) that is never dense unless the data
+    diagonal, 0 on it, with S = RᵀR the co-rated residual products and N = OᵀO the co-rating counts — as an
+    operator X ↦ K X over the columns (axis=0, m × m) or the rows (axis=1, n × n), never dense unless the data
     are.
 
-    K has one nonzero per co-rating pair (two entries sharing a row, axis=0), at most Σ_i c_i² for c_i entries
-    in row i. When those pairs fit in ``STORED_BYTES`` K is built once as a sparse matrix (S and N by sparse
-    products, block of rows by block of rows); otherwise each product recomputes K a block of rows at a time
-    — by dense products when the ratings fit densely (Jester: 25k × 100, every pair of users co-rates), by
-    sparse ones otherwise — and never holds more than ``BLOCK_ENTRIES`` of it. Cost of K X with p columns:
-    O(pairs · p) stored; the same plus the block products when recomputed.
+    On sparse data most co-rating pairs co-rate once (N_jk = 1), so K is split exactly into a Gram part and a
+    sparse correction on the pairs that co-rate more than once:
+
+        K = (RᵀR − diag(RᵀR)) / (1 + shrink) − C,   C_jk = S_jk (1/(1 + shrink) − 1/(N_jk + shrink)) for N_jk ≥ 2,
+
+    applied as Rᵀ(R X) (two sparse products, O(nnz · p) for p columns) plus C X (O(nnz(C) · p)). C is built once,
+    a block of rows at a time (S and N by sparse products, O(pairs) in all); were it larger than
+    ``STORED_BYTES`` it is recomputed block by block at every product instead. When every pair co-rates often
+    (Jester: 25k users × 100 jokes, each pair of users co-rates dozens) and the ratings fit densely, K itself
+    is recomputed by dense blocks at every product, never more than ``BLOCK_ENTRIES`` of it at once.
     """
 
     def __init__(self, rows, cols, resid, shape, axis: int, shrink: float):
@@ -326,29 +330,42 @@ class MomentKernel:
         self.R, self.O, self.shrink = R, O, float(shrink)
         self.Rt, self.Ot = R.T.tocsr(), O.T.tocsr()
         self.size = R.shape[1]
+        self.diag = np.asarray(R.multiply(R).sum(axis=0)).ravel()  # diag(RᵀR)
         counts = np.diff(R.indptr).astype(float)
         self.pairs = int(np.sum(counts ** 2))  # ≥ nnz(N), diagonal included
-        self.dtype = np.float64 if self.pairs <= EXACT_PAIRS else np.float32
-        self.stored = self.pairs * (12 if self.dtype == np.float64 else 8) <= STORED_BYTES
-        self.dense_data = None
-        if self.stored:
-            step = self._step(max(self.pairs / max(self.size, 1), 1.0))
-            self.K = sp.vstack([self._sparse_block(start, min(start + step, self.size))
-                                for start in range(0, self.size, step)], format="csr").astype(self.dtype)
-        elif R.shape[0] * R.shape[1] <= BLOCK_ENTRIES:
+        self.dense_data, self.C = None, None
+        if self.pairs * 12 > STORED_BYTES and R.shape[0] * R.shape[1] <= BLOCK_ENTRIES:
             self.dense_data = (R.toarray(), O.toarray())
+            return
+        blocks, stored = [], 0
+        step = self._step(max(self.pairs / max(self.size, 1), 1.0))
+        for start in range(0, self.size, step):
+            blocks.append(self._correction_block(start, min(start + step, self.size)))
+            stored += blocks[-1].nnz * 12
+            if stored > STORED_BYTES:
+                return  # recomputed at every product
+        C = sp.vstack(blocks, format="csr") if blocks else sp.csr_matrix((0, self.size))
+        self.C = C.astype(np.float64 if C.nnz <= EXACT_PAIRS else np.float32)
 
     def _step(self, per_row: float) -> int:
         return max(1, int(BLOCK_ENTRIES // max(per_row, 1.0)))
 
-    def _sparse_block(self, start: int, stop: int) -> sp.csr_matrix:
-        """Rows start:stop of K as a sparse matrix (S and N by two sparse products)."""
-        S = (self.Rt[start:stop] @ self.R).tocoo()
-        N = (self.Ot[start:stop] @ self.O).tocsr()
-        count = np.asarray(N[S.row, S.col]).ravel()  # S's pattern lies within N's
-        keep = S.col != S.row + start
-        data = S.data[keep] / (count[keep] + self.shrink)
-        return sp.csr_matrix((data, (S.row[keep], S.col[keep])), shape=(stop - start, self.size))
+    def _correction_block(self, start: int, stop: int) -> sp.csr_matrix:
+        """Rows start:stop of C (pairs co-rating at least twice, off the diagonal)."""
+        S = self.Rt[start:stop] @ self.R
+        N = self.Ot[start:stop] @ self.O
+        S.sort_indices()
+        N.sort_indices()
+        if not (S.nnz == N.nnz and np.array_equal(S.indptr, N.indptr) and np.array_equal(S.indices, N.indices)):
+            def keys(M):  # S's pattern lies within N's, short of the pairs whose products cancel exactly
+                return np.repeat(np.arange(M.shape[0], dtype=np.int64), np.diff(M.indptr)) * self.size + M.indices
+
+            N = sp.csr_matrix((N.data[np.searchsorted(keys(N), keys(S))], S.indices, S.indptr), shape=S.shape)
+        rows = np.repeat(np.arange(stop - start), np.diff(S.indptr))
+        keep = (N.data >= 2) & (S.indices != rows + start)
+        S.data = np.where(keep, S.data * (1.0 / (1.0 + self.shrink) - 1.0 / (N.data + self.shrink)), 0.0)
+        S.eliminate_zeros()
+        return S
 
     def _dense_block(self, start: int, stop: int) -> np.ndarray:
         Rd, Od = self.dense_data
@@ -356,16 +373,30 @@ class MomentKernel:
         K[np.arange(stop - start), np.arange(start, stop)] = 0.0
         return K
 
+    @property
+    def stored(self) -> bool:
+        """Whether the correction C is held (else recomputed at every product, or K by dense blocks)."""
+        return self.C is not None
+
     def matmat(self, X: np.ndarray) -> np.ndarray:
         """K X for X (size, p)."""
-        if self.stored:
-            return np.asarray(self.K @ X.astype(self.dtype), dtype=float)
         out = np.empty((self.size, X.shape[1]))
-        step = self._step(self.size)
-        block = self._dense_block if self.dense_data is not None else (lambda a, b: self._sparse_block(a, b))
+        if self.dense_data is not None:
+            step = self._step(self.size)
+            for start in range(0, self.size, step):
+                stop = min(start + step, self.size)
+                out[start:stop] = self._dense_block(start, stop) @ X
+            return out
+        out[:] = self.Rt @ (self.R @ X)
+        out -= self.diag[:, None] * X
+        out /= 1.0 + self.shrink
+        if self.C is not None:
+            out -= np.asarray(self.C @ X.astype(self.C.dtype), dtype=float)
+            return out
+        step = self._step(max(self.pairs / max(self.size, 1), 1.0))
         for start in range(0, self.size, step):
             stop = min(start + step, self.size)
-            out[start:stop] = block(start, stop) @ X
+            out[start:stop] -= self._correction_block(start, stop) @ X
         return out
 
 
