@@ -97,7 +97,8 @@ def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None):
         if init is None:
             init = latest.get(key)
         f = fit_mvgp(c, GM, GN, sigma2=sigma2, lam=lam_abs, frob=frob, max_rank=option.max_rank,
-                     fixed_rank=fixed_rank, grow_block=option.grow_block, init=init, **SOLVER)
+                     fixed_rank=fixed_rank, grow_block=option.grow_block, init=init,
+                     progress=lambda message: ctx.progress(stage[0], message), **SOLVER)
         f["sigma2"], f["lam"], f["edge"] = sigma2, lam_abs, edge
         latest[key] = inner[option] = (f["U"], f["V"])
         return f, off
@@ -112,6 +113,7 @@ def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None):
 
     diagnostics = {}
     init = None
+    stage = [0.0]  # the fraction of the run a fit's progress messages are reported at
     tuned = params.select == "inner-cv"
     if tuned:
         ids = inner_fold_ids(train.nnz, params.inner_folds, ctx.rng)
@@ -138,10 +140,11 @@ def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None):
         if hasattr(params, "max_rank_grid"):
             grids["max_rank"] = params.max_rank_grid
         choice = select(candidates(params, grids), evaluate, ids,
-                        progress=lambda f: ctx.progress(0.7 * f, "inner CV"))
+                        progress=lambda f: (stage.__setitem__(0, 0.7 * f), ctx.progress(0.7 * f, "inner CV")))
         params = choice.best
         diagnostics.update(choice.diagnostics())
         init = inner.get(params)
+    stage[0] = 0.7
     f, off = fit(np.arange(train.nnz), params, init)
     values = (sampled_products(f["Z"], f["W"], split.test_rows, split.test_cols)
               + off.at(split.test_rows, split.test_cols))

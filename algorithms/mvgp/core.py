@@ -334,7 +334,7 @@ def fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, **kw):
 
 def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, frob=1.0, max_rank=50,
               fixed_rank=None, maxiter=200, grow_iter=30, grow_block=1, tol=1e-6, ftol=1e-12, rng=None,
-              unrated=0.0, init=None, offset=None):
+              unrated=0.0, init=None, offset=None, progress=None):
     """Solve eq. 11 by rank growth + L-BFGS refinement; return factors Z = G_M U, W = G_N V.
 
     fixed_rank : start at that rank and never grow (KPMF). Otherwise start at rank 1 and add a
@@ -351,6 +351,7 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
     ``fixed_rank``, random) factors; growth then continues from their rank (cut to ``max_rank`` by
     :func:`truncate_factors` if larger). ``offset`` = (a (n,), b (m,)) over the data's rows and columns: a
     fixed rank-one term a bᵀ of the model (see :func:`_parts`); the returned Z, W exclude it.
+    ``progress(message)`` is called after every rank-growth step (the rank and the objective).
     GM, GN : None (identity), a dense square root (M, p) or a root operator (:class:`DiffusionRoot`).
     Returns dict with Z, W, U, V, objective trace, rank and three flags: ``converged`` (rank growth
     stopped by eq. 10's optimality condition or a stalled objective), ``rank_capped`` (growth stopped
@@ -392,6 +393,8 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
             U, V, f, solved = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, grow_iter, ftol,
                                       unrated, offset)
             trace.append(f)
+            if progress is not None:
+                progress(f"rank {U.shape[1]}, objective {f:.6g}")
             if trace[-2] - trace[-1] <= tol * abs(trace[-2]):
                 converged = True
                 break

@@ -476,6 +476,7 @@ def _run_ratings(split, params, ctx):
                         progress=lambda f: ctx.progress(0.6 * f, "choosing the kernel scale and bias penalties"))
         params = choice.best
         diagnostics.update(choice.diagnostics())
+    ctx.progress(0.6, "moment kernels" + ("" if exact else f" and their top {params.rank} eigenpairs"))
     moments = _moments(rows, cols, y, train.shape, params)
     by_ratings = params.ranking == "ratings"
     fit = predict_ratings(moments, rows, cols, split.test_rows, split.test_cols, signal=params.signal,
