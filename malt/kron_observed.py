@@ -63,6 +63,36 @@ class Pattern:
         return sp.csr_matrix((values, self.cols, self.indptr), shape=self.shape)
 
 
+def preconditioned_cg(apply, b: np.ndarray, D: np.ndarray, *, tol: float, max_iter: int, progress=None):
+    """x with A x = b for a symmetric positive definite A given by ``apply(v)`` = A v, by conjugate gradients
+    preconditioned with the diagonal D, from x = 0, until the relative preconditioned residual
+    √(rᵀD⁻¹r) / √(bᵀD⁻¹b) ≤ ``tol`` or ``max_iter`` iterations. ``progress(iteration, residual)`` after each.
+    Returns (x, info with 'iterations', 'residual', 'converged')."""
+    x = np.zeros_like(b)
+    b_norm = float(np.sqrt(b @ (b / D)))
+    it, residual = 0, 0.0
+    if b_norm > 0:
+        R = b.copy()
+        Z = R / D
+        P = Z.copy()
+        rz = float(R @ Z)
+        residual = np.sqrt(rz) / b_norm
+        while residual > tol and it < max_iter:
+            it += 1
+            AP = apply(P)
+            alpha = rz / float(P @ AP)
+            x += alpha * P
+            R -= alpha * AP
+            Z = R / D
+            rz_new = float(R @ Z)
+            residual = np.sqrt(max(rz_new, 0.0)) / b_norm
+            if progress is not None:
+                progress(it, residual)
+            P = Z + (rz_new / rz) * P
+            rz = rz_new
+    return x, {"iterations": it, "residual": float(residual), "converged": bool(residual <= tol)}
+
+
 @dataclass(frozen=True)
 class FactoredMean:
     """A posterior mean X̂ = Z Wᵀ (n × m) kept as its factors Z (n, k), W (m, k); never formed whole."""
@@ -145,29 +175,7 @@ class ObservedKroneckerSum:
             Omega, Upsilon = theta[:split].reshape(m, r1), theta[split:].reshape(n, r2)
             return sampled_products(np.hstack([A1, Upsilon]), np.hstack([Omega, A2]), p.rows, p.cols)
 
-        b = scatter(y)
-        b_norm = float(np.sqrt(b @ (b / D)))
-        theta = np.zeros_like(b)
-        it, residual = 0, 0.0
-        if b_norm > 0:
-            R = b.copy()
-            Zv = R / D
-            P = Zv.copy()
-            rz = float(R @ Zv)
-            residual = np.sqrt(rz) / b_norm
-            while residual > tol and it < max_iter:
-                it += 1
-                HP = P + scatter(gather(P))
-                alpha = rz / float(P @ HP)
-                theta += alpha * P
-                R -= alpha * HP
-                Zv = R / D
-                rz_new = float(R @ Zv)
-                residual = np.sqrt(max(rz_new, 0.0)) / b_norm
-                if progress is not None:
-                    progress(it, residual)
-                P = Zv + (rz_new / rz) * P
-                rz = rz_new
+        theta, info = preconditioned_cg(lambda v: v + scatter(gather(v)), scatter(y), D, tol=tol, max_iter=max_iter,
+                                        progress=progress)
         Omega, Upsilon = theta[:split].reshape(m, r1), theta[split:].reshape(n, r2)
-        mean = FactoredMean(np.hstack([A1, Upsilon]), np.hstack([Omega, A2]))
-        return mean, {"iterations": it, "residual": float(residual), "converged": bool(residual <= tol)}
+        return FactoredMean(np.hstack([A1, Upsilon]), np.hstack([Omega, A2])), info

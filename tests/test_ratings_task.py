@@ -136,12 +136,7 @@ def test_row_scores_computed_by_blocks_rank_like_the_dense_array(monkeypatch):
     from malt.splits import RowScores
 
     monkeypatch.setattr(ratings, "BLOCK_ROWS", 4)
-    R = sp.random(30, 40, density=0.3, random_state=5, format="coo")
-    R.data = np.ceil(R.data * 5)
-    data = Dataset("tiny", {"ratings": R})
-    task = get_task("ratings")
-    options = task.Params(k=5)
-    split = task.split(data, options, 0)
+    task, options, split = tiny_ratings_split(seed=5)
     rows = np.unique(split.test_rows)
     table = np.random.default_rng(1).random((30, 40))
     asked = []
@@ -157,3 +152,12 @@ def test_row_scores_computed_by_blocks_rank_like_the_dense_array(monkeypatch):
     assert max(asked) == 4 and sum(asked) == rows.size
     with pytest.raises(ValueError, match="shape"):
         task.pack(split, Prediction(values=values, scores=RowScores(rows[:-1], 40, score)), options)
+
+
+def tiny_ratings_split(seed: int):
+    """The ratings task, k=5, and fold 0 of a 30 × 40 rating matrix with 30 % of its entries rated 1-5."""
+    R = sp.random(30, 40, density=0.3, random_state=seed, format="coo")
+    R.data = np.ceil(R.data * 5)
+    task = get_task("ratings")
+    options = task.Params(k=5)
+    return task, options, task.split(Dataset("tiny", {"ratings": R}), options, 0)

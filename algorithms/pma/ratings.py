@@ -38,7 +38,7 @@ import scipy.sparse as sp
 
 from malt.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.errors import DataError
-from malt.kron_observed import ObservedKroneckerSum
+from malt.kron_observed import ObservedKroneckerSum, preconditioned_cg
 
 MEMORY_LIMIT = 3 * 2 ** 30
 """Bytes of dense kernels and users × items work arrays the ratings path may allocate (8 (n² + m² + 3nm))."""
@@ -130,28 +130,10 @@ def observed_cg(K1, K2, rows, cols, y, noise: float, *, tol: float = 1e-4, max_i
         right = A @ K2       # A K2
         return left[rows, cols] + right[rows, cols] + noise * a
 
-    a = np.zeros_like(y)
-    r = y.copy()
-    z = r / diag
-    p = z.copy()
-    rz = float(r @ z)
-    b_norm = np.sqrt(float(y @ (y / diag)))
-    it, residual = 0, 1.0
-    while it < max_iter:
-        it += 1
-        Ap = matvec(p)
-        alpha = rz / float(p @ Ap)
-        a += alpha * p
-        r -= alpha * Ap
-        z = r / diag
-        rz_new = float(r @ z)
-        residual = np.sqrt(max(rz_new, 0.0)) / b_norm
-        if progress is not None:
-            progress(min(it / max_iter, 1.0), f"conjugate gradients {it}, residual {residual:.2g}")
-        if residual <= tol:
-            break
-        p = z + (rz_new / rz) * p
-        rz = rz_new
+    report = None if progress is None else (
+        lambda it, res: progress(min(it / max_iter, 1.0), f"conjugate gradients {it}, residual {res:.2g}"))
+    a, info = preconditioned_cg(matvec, np.asarray(y, dtype=float), diag, tol=tol, max_iter=max_iter, progress=report)
+    it, residual = info["iterations"], info["residual"]
     return sp.csr_matrix((a, (rows, cols)), shape=(n, m)), it, residual
 
 
