@@ -261,8 +261,6 @@ def validation_recall(fit_rows, fit_cols, shape, val_rows, val_cols, val_y, scor
     row ids returning their (len, n_cols) scores, called on blocks of ``VALIDATION_BLOCK`` rows (memory: one
     block). What the self-tuning models choose their ranking fits by (the paper selects separately for RMSE
     and for R@20, Koyejo et al. 2014 §5.2)."""
-    from malt.tasks.ratings import ranking_at_k
-
     seen = sp.csr_matrix((np.ones(len(fit_rows)), (fit_rows, fit_cols)), shape=shape)
     u = np.unique(val_rows)
     k = min(k, shape[1])
@@ -277,16 +275,21 @@ def validation_recall(fit_rows, fit_cols, shape, val_rows, val_cols, val_y, scor
         best = np.argpartition(-S, k - 1, axis=1)[:, :k] if k < shape[1] else np.tile(np.arange(k), (block.size, 1))
         order = np.argsort(-np.take_along_axis(S, best, axis=1), axis=1, kind="stable")
         top[start:start + block.size] = np.take_along_axis(best, order, axis=1)
-    recall = ranking_at_k(top, u, np.asarray(val_rows), np.asarray(val_cols), np.asarray(val_y), k, relevant)[1]
-    return float(recall) if np.isfinite(recall) else 0.0
+    relevant_entry = np.asarray(val_y) > relevant
+    if not relevant_entry.any():
+        return 0.0
+    pos = np.searchsorted(u, np.asarray(val_rows)[relevant_entry])
+    wanted = sp.csr_matrix((np.ones(pos.size), (pos, np.asarray(val_cols)[relevant_entry])), shape=(u.size, shape[1]))
+    n_relevant = np.asarray(wanted.sum(axis=1)).ravel()
+    hits = np.asarray(wanted[np.arange(u.size)[:, None], top].sum(axis=1)).ravel()
+    ok = n_relevant > 0
+    return float(np.mean(hits[ok] / n_relevant[ok]))
 
 
 def relevance_threshold(y) -> float:
-    """The ratings task's default relevance threshold for these training ratings: the top of the scale
-    (`malt.tasks.ratings.scale_top`) minus 1."""
-    from malt.tasks.ratings import scale_top
-
-    return scale_top(np.asarray(y)) - 1.0
+    """The ratings task's default relevance threshold for these training ratings: the top of the scale — the
+    99.9th percentile rating, as `malt.tasks.ratings.scale_top` — minus 1."""
+    return float(np.quantile(np.asarray(y, dtype=float), 0.999, method="lower")) - 1.0
 
 
 @register

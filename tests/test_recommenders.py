@@ -174,3 +174,7 @@ def test_validation_recall_equals_the_tasks_recall_by_blocks_and_partial_sorts(m
     by_blocks = validation_recall(fit_rows, fit_cols, (n, m), val_rows, val_cols, val_y,
                                   lambda r: S[np.searchsorted(u, r)], 4.0)
     assert by_blocks == expected and 0 < expected < 1
+    from malt.algorithms.recommenders import relevance_threshold
+    from malt.tasks.ratings import scale_top
+
+    assert relevance_threshold(val_y) == scale_top(val_y) - 1.0
