@@ -248,6 +248,50 @@ def choose_reg(params: BiasedMFParams, train, rng: np.random.Generator, progress
     return select(candidates(params, {"reg": params.reg_grid}), evaluate, ids, progress=progress)
 
 
+VALIDATION_BLOCK = 1024
+"""Validation rows scored at once by `validation_recall` (a callable's scores are never whole)."""
+
+
+def validation_recall(fit_rows, fit_cols, shape, val_rows, val_cols, val_y, scores, relevant: float,
+                      k: int = 20) -> float:
+    """recall@k of a ranking at a validation part (val_rows, val_cols, val_y) of the training ratings, by the
+    ratings task's conventions: a row's candidates are the columns it did not rate in the fitting part
+    (fit_rows, fit_cols), a rating is relevant when > ``relevant`` (the task's default: the top of the scale
+    minus 1); tied scores are not broken at random (continuous scores rarely tie). ``scores``: (len(unique(val_rows)), n_cols) in sorted row order, or a function of an array of
+    row ids returning their (len, n_cols) scores, called on blocks of ``VALIDATION_BLOCK`` rows (memory: one
+    block). What the self-tuning models choose their ranking fits by (the paper selects separately for RMSE
+    and for R@20, Koyejo et al. 2014 §5.2)."""
+    seen = sp.csr_matrix((np.ones(len(fit_rows)), (fit_rows, fit_cols)), shape=shape)
+    u = np.unique(val_rows)
+    k = min(k, shape[1])
+    top = np.empty((u.size, k), dtype=np.int64)
+    for start in range(0, u.size, VALIDATION_BLOCK):
+        block = u[start:start + VALIDATION_BLOCK]
+        got = scores(block) if callable(scores) else scores[start:start + VALIDATION_BLOCK]
+        S = np.array(got, dtype=float, copy=True)
+        S[np.isnan(S)] = -np.inf
+        S[seen[block].nonzero()] = -np.inf
+        # the k best by a partial sort, O(columns) per row (the task's top_candidates sorts every column)
+        best = np.argpartition(-S, k - 1, axis=1)[:, :k] if k < shape[1] else np.tile(np.arange(k), (block.size, 1))
+        order = np.argsort(-np.take_along_axis(S, best, axis=1), axis=1, kind="stable")
+        top[start:start + block.size] = np.take_along_axis(best, order, axis=1)
+    relevant_entry = np.asarray(val_y) > relevant
+    if not relevant_entry.any():
+        return 0.0
+    pos = np.searchsorted(u, np.asarray(val_rows)[relevant_entry])
+    wanted = sp.csr_matrix((np.ones(pos.size), (pos, np.asarray(val_cols)[relevant_entry])), shape=(u.size, shape[1]))
+    n_relevant = np.asarray(wanted.sum(axis=1)).ravel()
+    hits = np.asarray(wanted[np.arange(u.size)[:, None], top].sum(axis=1)).ravel()
+    ok = n_relevant > 0
+    return float(np.mean(hits[ok] / n_relevant[ok]))
+
+
+def relevance_threshold(y) -> float:
+    """The ratings task's default relevance threshold for these training ratings: the top of the scale — the
+    99.9th percentile rating, as `malt.tasks.ratings.scale_top` — minus 1."""
+    return float(np.quantile(np.asarray(y, dtype=float), 0.999, method="lower")) - 1.0
+
+
 @register
 class Popularity(Algorithm):
     """POPULARITY: ranks items by their number of training ratings; its rating estimate is the item's mean.

@@ -111,6 +111,31 @@ class RatingsSplit:
     fold: int = 0
 
 
+class RowScores:
+    """Ranking scores of many rows computed a block of rows at a time — a ratings `Prediction`'s ``scores``
+    when len(rows) × n_cols floats need not exist at once (100,000 test users × 20,000 items would be 16 GB):
+    ``RowScores(rows, n_cols, score)`` with ``score(row_ids)`` returning their (len(row_ids), n_cols) scores.
+    A slice of positions computes that block (the ratings task ranks 256 rows at a time); any other index,
+    and ``np.asarray``, computes the whole array."""
+
+    def __init__(self, rows, n_cols: int, score):
+        self.rows = np.asarray(rows)
+        self.shape = (self.rows.size, int(n_cols))
+        self._score = score
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return np.asarray(self._score(self.rows[key]), dtype=float)
+        return np.asarray(self)[key]
+
+    def __array__(self, dtype=None, copy=None):
+        out = np.asarray(self._score(self.rows), dtype=float)
+        return out if dtype is None else out.astype(dtype)
+
+
 @dataclass(frozen=True)
 class RecoverySplit:
     """Two views of every row, nothing held out: the algorithm reports the latent structure it finds.

@@ -66,7 +66,7 @@ def test_lambda_zero_equals_kronecker_gp_posterior_mean():
 
 def test_sampled_products_equal_the_dense_product_at_the_entries():
     """Across SAMPLE_BLOCK boundaries, with repeated positions."""
-    from malt.algorithms.mvgp.core import SAMPLE_BLOCK, sampled_products
+    from malt.numerics.kron_observed import SAMPLE_BLOCK, sampled_products
     rng = np.random.default_rng(4)
     Z, W = rng.standard_normal((60, 5)), rng.standard_normal((50, 5))
     rows, cols = rng.integers(0, 60, 2 * SAMPLE_BLOCK + 7), rng.integers(0, 50, 2 * SAMPLE_BLOCK + 7)
@@ -242,3 +242,44 @@ def test_convergence_flags_say_what_stopped_the_solver():
     assert capped["rank_capped"] and not capped["converged"] and capped["rank"] == 1
     cut = fit_mvgp(tr, GM, GN, sigma2=0.5, lam=0.3, maxiter=2, grow_iter=1)
     assert not cut["solver_converged"]
+
+
+def test_fixed_offset_enters_the_objective_its_gradient_and_the_growth_direction():
+    """The zero-filled ranking fit's popularity offset (a fixed rank-one a bᵀ added to F, issue 36) against the
+    objective written out densely, its gradient against finite differences, and the top singular value of
+    the smooth gradient against the dense matrix's."""
+    import malt.algorithms.mvgp.core as core
+    from scipy.optimize import approx_fprime
+
+    rng = np.random.default_rng(0)
+    n, m, r, w, s2, lam = 9, 7, 3, 0.7, 0.5, 0.3
+    mask = rng.random((n, m)) < 0.4
+    rows, cols = np.nonzero(mask)
+    y = rng.standard_normal(rows.size)
+    Y = np.zeros((n, m))
+    Y[rows, cols] = y
+    a, b = np.ones(n), rng.random(m)
+    x0 = rng.standard_normal((n + m) * r)
+    U, V = x0[:n * r].reshape(n, r), x0[n * r:].reshape(m, r)
+    F = U @ V.T + np.outer(a, b)
+    dense = (0.5 / s2 * (np.sum(mask * (F - Y) ** 2) + w * np.sum(~mask * F ** 2))
+             + 0.5 * lam * (np.sum(U * U) + np.sum(V * V)) + 0.5 * np.sum((U.T @ U) * (V.T @ V)))
+    assert np.isclose(objective(U, V, None, None, rows, cols, y, s2, lam, 1.0, w, (a, b)), dense)
+    captured = {}
+
+    def capture(fg, x, **kw):  # the objective-and-gradient function _refine hands to L-BFGS
+        captured["fg"] = fg
+        return type("R", (), {"x": x, "fun": fg(x)[0], "success": True})()
+
+    real = core.minimize
+    core.minimize = capture
+    try:
+        _refine(U, V, None, None, rows, cols, y, s2, lam, 1.0, (n, m), 1, unrated=w, offset=(a, b))
+    finally:
+        core.minimize = real
+    fg = captured["fg"]
+    np.testing.assert_allclose(fg(x0)[1], approx_fprime(x0, lambda x: fg(x)[0], 1e-7), atol=1e-4)
+    gradient = (mask * (F - Y) + w * ~mask * F) / s2 + U @ V.T
+    _, top, _ = core.smooth_gradient_top(U, V, None, None, rows, cols, y, s2, 1.0, (n, m), k=1, unrated=w,
+                                         offset=(a, b))
+    assert np.isclose(top, np.linalg.svd(gradient, compute_uv=False)[0])

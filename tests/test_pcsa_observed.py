@@ -133,3 +133,25 @@ def test_inner_cv_picks_the_ard_strength_with_the_lowest_holdout_error_and_refit
     np.testing.assert_allclose(fit.diagnostics["inner_cv_score"], min(errors), rtol=1e-10)
     refit = ObservedFit(r, c, x, (n, m), PCSAParams(rank=6, max_iter=60, select="none", ard_strength=best), ctx, "ard")
     np.testing.assert_allclose(fit.at(r, c), refit.at(r, c), atol=1e-10)
+
+
+def test_exposure_scores_span_popularity_and_the_predicted_ratings():
+    """pcsa's ranking (issue 36): log(1 + c_j) + slope × the standardised posterior mean — slope 0 ranks every
+    row by item popularity, a large slope by the predicted ratings, written out for a fixed fit."""
+    from malt.algorithms.pcsa import exposure_scores
+
+    class Fit:  # a fit's posterior means, as ObservedFit.rows gives them
+        table = np.random.default_rng(0).random((6, 5))
+
+        def rows(self, r):
+            return self.table[r]
+
+    rows, cols = np.array([0, 1, 2, 3, 4, 0, 1]), np.array([0, 0, 0, 1, 1, 2, 3])
+    x = np.array([1.0, 2, 3, 4, 5, 2, 1])
+    r = np.arange(6)
+    pop = exposure_scores(Fit(), rows, cols, x, 5, 0.0)(r)
+    np.testing.assert_allclose(pop, np.tile(np.log1p([3, 2, 1, 1, 0]), (6, 1)))
+    steep = exposure_scores(Fit(), rows, cols, x, 5, 1e6)(r)
+    np.testing.assert_array_equal(np.argsort(-steep, axis=1), np.argsort(-Fit.table, axis=1))
+    half = exposure_scores(Fit(), rows, cols, x, 5, 0.5)(r)
+    np.testing.assert_allclose(half, pop + 0.5 * (Fit.table - x.mean()) / x.std())

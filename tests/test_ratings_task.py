@@ -127,3 +127,37 @@ def test_top_candidates_in_blocks_equal_one_pass(monkeypatch):
     blocked = top_candidates(train, rows, S, 30)
     monkeypatch.setattr(ratings, "BLOCK_ROWS", 10**9)
     assert np.array_equal(blocked, top_candidates(train, rows, S, 30))
+
+
+def test_row_scores_computed_by_blocks_rank_like_the_dense_array(monkeypatch):
+    """A `RowScores` (scores computed a block of rows at a time, issue 36) gives the stored top lists and the
+    metrics of the dense array it stands for, never asking for more than one block of rows at once."""
+    import malt.tasks.ratings as ratings
+    from malt.splits import RowScores
+
+    monkeypatch.setattr(ratings, "BLOCK_ROWS", 4)
+    task, options, split = tiny_ratings_split(seed=5)
+    rows = np.unique(split.test_rows)
+    table = np.random.default_rng(1).random((30, 40))
+    asked = []
+
+    def score(ids):
+        asked.append(len(ids))
+        return table[ids]
+
+    values = np.full(split.test_rows.size, 3.0)
+    dense = task.pack(split, Prediction(values=values, scores=table[rows]), options)
+    lazy = task.pack(split, Prediction(values=values, scores=RowScores(rows, 40, score)), options)
+    np.testing.assert_array_equal(lazy["top"], dense["top"])
+    assert max(asked) == 4 and sum(asked) == rows.size
+    with pytest.raises(ValueError, match="shape"):
+        task.pack(split, Prediction(values=values, scores=RowScores(rows[:-1], 40, score)), options)
+
+
+def tiny_ratings_split(seed: int):
+    """The ratings task, k=5, and fold 0 of a 30 × 40 rating matrix with 30 % of its entries rated 1-5."""
+    R = sp.random(30, 40, density=0.3, random_state=seed, format="coo")
+    R.data = np.ceil(R.data * 5)
+    task = get_task("ratings")
+    options = task.Params(k=5)
+    return task, options, task.split(Dataset("tiny", {"ratings": R}), options, 0)

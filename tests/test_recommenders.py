@@ -151,3 +151,30 @@ def test_every_ratings_model_beats_the_bias_baseline_on_movielens_at_defaults(na
         assert pred.scores.shape == (np.unique(split.test_rows).size, split.train.shape[1])
         rmse.append(np.sqrt(np.mean((pred.values - truth) ** 2)))
     assert np.mean(rmse) < baseline, (name, rmse, baseline)
+
+
+def test_validation_recall_equals_the_tasks_recall_by_blocks_and_partial_sorts(monkeypatch):
+    """The self-tuning models' ranking selection (issue 36) scores a validation part of the training ratings
+    like the ratings task (candidates: columns not rated in the fitting part) — here with continuous scores,
+    given whole or as a function of row blocks — against the task's own ranking_at_k over top_candidates."""
+    from malt.algorithms import recommenders
+    from malt.algorithms.recommenders import validation_recall
+    from malt.tasks.ratings import ranking_at_k, top_candidates
+
+    rng = np.random.default_rng(0)
+    n, m = 300, 80
+    fit_rows, fit_cols = rng.integers(0, n, 2000), rng.integers(0, m, 2000)
+    val_rows, val_cols, val_y = rng.integers(0, n, 600), rng.integers(0, m, 600), rng.integers(1, 6, 600) * 1.0
+    u = np.unique(val_rows)
+    S = rng.random((u.size, m))
+    seen = sp.csr_matrix((np.ones(2000), (fit_rows, fit_cols)), shape=(n, m))
+    expected = ranking_at_k(top_candidates(seen, u, S, 20), u, val_rows, val_cols, val_y, 20, 4.0)[1]
+    assert validation_recall(fit_rows, fit_cols, (n, m), val_rows, val_cols, val_y, S, 4.0) == expected
+    monkeypatch.setattr(recommenders, "VALIDATION_BLOCK", 7)
+    by_blocks = validation_recall(fit_rows, fit_cols, (n, m), val_rows, val_cols, val_y,
+                                  lambda r: S[np.searchsorted(u, r)], 4.0)
+    assert by_blocks == expected and 0 < expected < 1
+    from malt.algorithms.recommenders import relevance_threshold
+    from malt.tasks.ratings import scale_top
+
+    assert relevance_threshold(val_y) == scale_top(val_y) - 1.0

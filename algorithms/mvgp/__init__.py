@@ -11,16 +11,17 @@ null edge (`null_edge`) so one default holds across data sizes; `ranking='rating
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-from malt.algorithms.recommenders import Biases, fit_biases
+from malt.algorithms.recommenders import Biases, fit_biases, relevance_threshold, validation_recall
 from malt.params import Interval, Options, When, param
 from malt.registry import Algorithm, register
 from malt.numerics.selection import InnerCVParams, candidates, inner_fold_ids, select
-from malt.splits import Prediction
+from malt.splits import Prediction, RowScores
 
 from .core import (DiffusionRoot, HeatRoot, diffusion_sqrt, fit_mvgp, null_edge, objective,  # noqa: F401
                    sampled_products, smooth_gradient_top)
@@ -59,8 +60,10 @@ def covariance_sqrt(ctx, graph, which: str, kind: str, n: int, beta: float = 1.0
 def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None):
     """Fit eq. 11 on split.train minus its offset (regularised row + column biases, or the global
     mean); values at the test entries and full-row scores for the distinct test rows (the ratings
-    task's ranking convention). With select='inner-cv', σ² (and λ when the model has it) are chosen
-    on ``inner_rounds`` of ``inner_folds`` inner folds of the training ratings."""
+    task's ranking convention). With select='inner-cv', on ``inner_rounds`` of ``inner_folds`` inner
+    folds of the training ratings: first the biases' penalties (``bias_scale_grid``, by the bias model's
+    own validation error), then σ² (and λ, or the rank cap, when the model has them) by the GP's, and
+    the ranking fit's centring (``rank_center_grid``) by recall@20."""
     train = sp.coo_matrix(split.train)
     train.sum_duplicates()
     GM = covariance_sqrt(ctx, split.row_graph, "rows", params.row_cov, train.shape[0], params.beta, params.shift)
@@ -72,19 +75,21 @@ def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None):
     # The final fit starts from the chosen candidate's inner solution. Eq. 11 is convex in B for
     # λ > 0, so a warm start changes where the solver stops, not the optimum; for MV-GP's rank cap and
     # KPMF's fixed rank it is one more starting point, as the seeded random one is.
-    parts = {}  # hash of the entries -> (centred part, offset, null edge)
+    parts = {}  # (hash of the entries, bias scale) -> (centred part, offset, null edge)
     latest = {}  # hash of the entries -> factors of the last fit on them
     inner = {}  # candidate -> its factors on the last inner part
 
+    def offset(idx, bias_scale):
+        part = sp.coo_matrix((train.data[idx], (train.row[idx], train.col[idx])), shape=train.shape)
+        if params.center == "biases":
+            return part, fit_biases(part, 15.0 * bias_scale, 10.0 * bias_scale)
+        return part, Biases(float(part.data.mean()), np.zeros(train.shape[0]), np.zeros(train.shape[1]))
+
     def fit(idx, option, init=None):
         """(factors, offset) fitted on the training entries idx (the offset too: no leak into validation)."""
-        key = hash(idx.tobytes())
+        key = (hash(idx.tobytes()), option.bias_scale)
         if key not in parts:
-            part = sp.coo_matrix((train.data[idx], (train.row[idx], train.col[idx])), shape=train.shape)
-            if params.center == "biases":
-                off = fit_biases(part)
-            else:
-                off = Biases(float(part.data.mean()), np.zeros(train.shape[0]), np.zeros(train.shape[1]))
+            part, off = offset(idx, option.bias_scale)
             c = sp.coo_matrix((part.data - off.at(part.row, part.col), (part.row, part.col)), shape=train.shape)
             parts[key] = (c, off, null_edge(c, GM, GN) if getattr(params, "scale", "") == "noise-edge" else None)
         c, off, edge = parts[key]
@@ -92,16 +97,34 @@ def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None):
         if init is None:
             init = latest.get(key)
         f = fit_mvgp(c, GM, GN, sigma2=sigma2, lam=lam_abs, frob=frob, fixed_rank=fixed_rank, init=init,
-                     **growth(option), **SOLVER)
+                     progress=lambda message: ctx.progress(stage[0], message), **growth(option), **SOLVER)
         f["sigma2"], f["lam"], f["edge"] = sigma2, lam_abs, edge
         latest[key] = inner[option] = (f["U"], f["V"])
         return f, off
 
+    def ranking(idx, option, score_rows):
+        part = sp.coo_matrix((train.data[idx], (train.row[idx], train.col[idx])), shape=train.shape)
+        g = fit_zero_filled(part, GM, GN, lam=lam, frob=frob, fixed_rank=fixed_rank, weight=option.unrated_weight,
+                            threshold=option.rank_threshold, center=option.rank_center == "columns", **growth(option))
+        scorer = lambda rows_: g["Z"][rows_] @ g["W"].T + g["offset"][None, :]  # noqa: E731
+        return g, (scorer if score_rows is None else scorer(score_rows))
+
     diagnostics = {}
     init = None
-    if params.select == "inner-cv":
+    stage = [0.0]  # the fraction of the run a fit's progress messages are reported at
+    tuned = params.select == "inner-cv"
+    if tuned:
         ids = inner_fold_ids(train.nnz, params.inner_folds, ctx.rng)
         ids[ids >= params.inner_rounds] = -1
+        if params.center == "biases" and len(params.bias_scale_grid) > 1:
+            def bias_error(option, tr, val):
+                _, off = offset(tr, option.bias_scale)
+                e = off.at(train.row[val], train.col[val]) - train.data[val]
+                return float(e @ e / max(val.size, 1))
+
+            chosen = select(candidates(params, {"bias_scale": params.bias_scale_grid}), bias_error, ids)
+            params = dataclasses.replace(params, bias_scale=chosen.best.bias_scale)
+            diagnostics["selected_bias_scale"] = params.bias_scale
 
         def evaluate(option, tr, val):
             f, off = fit(tr, option)
@@ -115,10 +138,11 @@ def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None):
         if hasattr(params, "max_rank_grid"):
             grids["max_rank"] = params.max_rank_grid
         choice = select(candidates(params, grids), evaluate, ids,
-                        progress=lambda f: ctx.progress(0.8 * f, "inner CV"))
+                        progress=lambda f: (stage.__setitem__(0, 0.7 * f), ctx.progress(0.7 * f, "inner CV")))
         params = choice.best
         diagnostics.update(choice.diagnostics())
         init = inner.get(params)
+    stage[0] = 0.7
     f, off = fit(np.arange(train.nnz), params, init)
     values = (sampled_products(f["Z"], f["W"], split.test_rows, split.test_cols)
               + off.at(split.test_rows, split.test_cols))
@@ -127,15 +151,28 @@ def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None):
                         "sigma2": f["sigma2"], "null_edge": f["edge"], "converged": bool(f["solver_converged"]),
                         "rank_capped": bool(f["rank_capped"])})
     if params.ranking == "zero-filled":
+        if tuned and len(params.rank_center_grid) > 1:
+            relevant = relevance_threshold(train.data)
+
+            def recall(option, tr, val):
+                r, c = train.row[val], train.col[val]
+                _, got = ranking(tr, option, None)
+                return validation_recall(train.row[tr], train.col[tr], train.shape, r, c, train.data[val], got,
+                                         relevant)
+
+            choice = select(candidates(params, {"rank_center": params.rank_center_grid}), recall, ids,
+                            better="higher", progress=lambda f: ctx.progress(0.8 + 0.1 * f, "choosing the ranking fit"))
+            params = choice.best
+            diagnostics.update({f"ranking_{k}": v for k, v in choice.diagnostics().items()})
         ctx.progress(0.9, "ranking fit")
-        g = fit_zero_filled(train, GM, GN, lam=lam, frob=frob, fixed_rank=fixed_rank, weight=params.unrated_weight,
-                            threshold=params.rank_threshold, **growth(params))
-        scores = g["Z"][urows] @ g["W"].T
+        g, scorer = ranking(np.arange(train.nnz), params, None)
+        scores = RowScores(urows, train.shape[1], scorer)
         diagnostics.update({"ranking_rank": g["rank"], "ranking_tau": g["tau"],
                             "ranking_converged": bool(g["solver_converged"]),
                             "ranking_rank_capped": bool(g["rank_capped"])})
     else:
-        scores = f["Z"][urows] @ f["W"].T + off.mu + off.user[urows][:, None] + off.item[None, :]
+        scores = RowScores(urows, train.shape[1],
+                           lambda r: f["Z"][r] @ f["W"].T + off.mu + off.user[r][:, None] + off.item[None, :])
     return Prediction(values=values, scores=scores, diagnostics=diagnostics)
 
 
@@ -162,7 +199,8 @@ def absolute_penalties(centred, GM, GN, option, lam: float, fixed_rank, edge=Non
     return sigma2, lam_ * edge / sigma2, edge
 
 
-def fit_zero_filled(train, GM, GN, *, lam, frob, fixed_rank, weight, threshold, **growth_options):
+def fit_zero_filled(train, GM, GN, *, lam, frob, fixed_rank, weight, threshold, center: bool = False,
+                    **growth_options):
     """The same model fitted for ranking: every training rating as the target t = r / r̄ (r̄ the mean
     training rating, so the scale is the data's own), every unrated entry as an observation of 0 with
     weight ``weight`` (1: the zero-filled matrix of PureSVD, Cremonesi, Koren & Turrin 2010; < 1:
@@ -172,7 +210,12 @@ def fit_zero_filled(train, GM, GN, *, lam, frob, fixed_rank, weight, threshold, 
     Regularisation: the fit's singular values are shrunk by τ = ``threshold`` × the :func:`null_edge`
     of T: λσ² = τ for the nuclear-norm models (σ² = 1, λ = τ), the factor ridge σ² = τ for KPMF's fixed
     rank (½σ⁻²‖·‖² + ½(‖A‖² + ‖B‖²) shrinks singular values by σ²); MV-GP (λ = 0) keeps its top
-    ``max_rank`` directions (``growth_options``: `growth` of the model's Params). One fit, no search: about the cost of one rating fit."""
+    ``max_rank`` directions (``growth_options``: `growth` of the model's Params). One fit, no search: about
+    the cost of one rating fit.
+
+    ``center``: the model is F + 1 c̄ᵀ with c̄ the column means of T (item popularity, a fixed offset: `_parts`),
+    returned as ``offset`` (zeros without it) for the scores Z Wᵀ + 1 c̄ᵀ. On sparse data, where most users
+    have a handful of ratings, their co-rating structure says little and popularity much."""
     y = train.data / train.data.mean()
     T = sp.coo_matrix((y, (train.row, train.col)), shape=train.shape)
     tau = threshold * null_edge(T, GM, GN)
@@ -180,9 +223,10 @@ def fit_zero_filled(train, GM, GN, *, lam, frob, fixed_rank, weight, threshold, 
         sigma2, lam_r = tau, lam
     else:
         sigma2, lam_r = 1.0, (tau if lam > 0 else 0.0)
+    cbar = np.bincount(T.col, y, minlength=T.shape[1]) / T.shape[0] if center else np.zeros(T.shape[1])
     g = fit_mvgp(T, GM, GN, sigma2=sigma2, lam=lam_r, frob=frob, fixed_rank=fixed_rank, unrated=weight,
-                 **growth_options, **SOLVER)
-    g["tau"] = tau
+                 offset=(np.ones(T.shape[0]), cbar) if center else None, **growth_options, **SOLVER)
+    g["tau"], g["offset"] = tau, cbar
     return g
 
 
@@ -221,6 +265,19 @@ class _Common(InnerCVParams):
                                   "zero-filled matrix's null_edge",
                                   Interval(0, None, "neither"),
                                   active_when=When(ranking="zero-filled"))
+    rank_center: str = param("none", "ranking fit: 'columns' adds the zero-filled matrix's column means (item "
+                             "popularity) to the model as a fixed offset; 'none' fits it as it is",
+                             Options("none", "columns"), active_when=When(ranking="zero-filled"))
+    rank_center_grid: tuple[str, ...] = param(("none", "columns"), "candidate rank_center (select=inner-cv), chosen "
+                                              "by recall@20 on the inner validation ratings",
+                                              active_when=When(ranking="zero-filled"))
+    bias_scale: float = param(1.0, "multiplier of the offset's bias penalties (15 users, 10 items: Koren 2010, "
+                              "Surprise's BaselineOnly) with center='biases'", Interval(0, None, "neither"),
+                              active_when=When(center="biases"))
+    bias_scale_grid: tuple[float, ...] = param((0.25, 0.5, 1.0), "candidate bias_scale (select=inner-cv), chosen "
+                                               "first by the bias model's own error on the inner validation ratings "
+                                               "(the lower penalties won on CiaoDVD's training ratings)",
+                                               active_when=When(center="biases"))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -286,7 +343,8 @@ class MVGP(Algorithm):
     name = "mvgp"
     tasks = frozenset({"ratings"})
     Params = MVGPParams
-    version = "10"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: its own σ² grid; v7: ranking
+    version = "11"  # v11: bias penalties and the ranking fit's popularity offset chosen on the holdout;
+    # v5: bias offsets, shared inner-CV vocabulary by default; v6: its own σ² grid; v7: ranking
     # fit, block top-singular solver, grow_block 10; v8: symmetric root, warm starts, ftol 1e-6; v9: rank by
     # inner CV (max_rank_grid); v10: `converged` is the solver's own test (was: rank growth)
 
@@ -300,8 +358,9 @@ class TraceGP(Algorithm):
     name = "trace-gp"
     tasks = frozenset({"ratings"})
     Params = TraceGPParams
-    version = "8"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
-    # v7: symmetric root, warm starts, ftol 1e-6; v8: `converged` is the solver's own test (was: rank growth)
+    version = "9"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
+    # v7: symmetric root, warm starts, ftol 1e-6; v8: `converged` is the solver's own test (was: rank growth);
+    # v9: bias penalties and the ranking fit's popularity offset chosen on the holdout
 
     def run(self, split, params, ctx):
         return predict_split(split, params, ctx, lam=params.lam, frob=0.0)
@@ -313,8 +372,9 @@ class ConMVGP(Algorithm):
     name = "con-mvgp"
     tasks = frozenset({"ratings"})
     Params = ConMVGPParams
-    version = "8"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
-    # v7: symmetric root, warm starts, ftol 1e-6; v8: `converged` is the solver's own test (was: rank growth)
+    version = "9"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
+    # v7: symmetric root, warm starts, ftol 1e-6; v8: `converged` is the solver's own test (was: rank growth);
+    # v9: bias penalties and the ranking fit's popularity offset chosen on the holdout
 
     def run(self, split, params, ctx):
         return predict_split(split, params, ctx, lam=params.lam, frob=1.0)

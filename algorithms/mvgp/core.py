@@ -26,6 +26,8 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.sparse.linalg import LinearOperator, svds
 
+from malt.numerics.kron_observed import Pattern, sampled_products  # noqa: F401  (shared with the PMA ratings path)
+
 
 def diffusion_sqrt(graph, a: float = 1.0, b: float = 1.0) -> np.ndarray:
     """Square root G (G Gᵀ = C) of the diffusion kernel C = exp(−a 𝓛) + b I of a graph.
@@ -162,61 +164,45 @@ class HeatRoot:
         return self @ np.eye(self.shape[1])
 
 
-SAMPLE_BLOCK = 1024  # entries per block of `sampled_products`: two (block, r) gathers stay in cache
-
-
-def sampled_products(Z, W, rows, cols) -> np.ndarray:
-    """(Z Wᵀ)_{rows[l], cols[l]} for every l: the observed entries of F, O(L r), by blocks of entries
-    (gathering all L rows of Z and W at once writes 2·L·r floats to memory and runs 4× slower)."""
-    out = np.empty(rows.size)
-    for s in range(0, rows.size, SAMPLE_BLOCK):
-        e = slice(s, s + SAMPLE_BLOCK)
-        out[e] = np.einsum("ij,ij->i", Z[rows[e]], W[cols[e]])
-    return out
-
-
-class Pattern:
-    """The observed positions in row-major (CSR) order, so a sparse matrix with values on them is built
-    without a conversion: ``Pattern(rows, cols, shape)``, then ``p.rows``, ``p.cols``, ``p.order`` (the
-    permutation applied) and ``p.matrix(values)`` (values in the sorted order; duplicates add up)."""
-
-    def __init__(self, rows, cols, shape):
-        self.order = np.lexsort((cols, rows))
-        self.rows, self.cols = rows[self.order], cols[self.order]
-        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.rows, minlength=shape[0]))])
-        self.shape = shape
-
-    def matrix(self, values) -> sp.csr_matrix:
-        return sp.csr_matrix((values, self.cols, self.indptr), shape=self.shape)
-
-
-def _parts(U, V, GM, GN, rows, cols, y, inv_s2, frob, lam, unrated=0.0):
+def _parts(U, V, GM, GN, rows, cols, y, inv_s2, frob, lam, unrated=0.0, offset=None):
     """Objective value, the residual at the observed entries (the sparse part of ∂/∂F, before σ⁻²),
     Z = G_M U and W = G_N V.
 
     ``unrated`` = w > 0 adds w Σ_{(i,j)∉L} F_ij² to the squared loss (every unobserved entry an
     observation of 0 with weight w). That term is w (‖Z Wᵀ‖²_F − Σ_L F²), evaluated as
-    w tr(ZᵀZ WᵀW) in O((M + N) r²); its gradient in Z is w Z (WᵀW) plus the sparse −w F_L."""
+    w tr(ZᵀZ WᵀW) in O((M + N) r²); its gradient in Z is w Z (WᵀW) plus the sparse −w F_L.
+
+    ``offset`` = (a, b): the model is F + a bᵀ with the rank-one a bᵀ fixed (not fitted, not penalised) —
+    the zero-filled ranking fit's item popularity (a = 1, b = the column means). It enters the loss at the
+    observed entries (a_i b_j added to F_L) and the unrated term (‖Z Wᵀ + a bᵀ‖² = tr(ZᵀZ WᵀW) +
+    2 (aᵀZ)(Wᵀb) + ‖a‖²‖b‖²), at O((M + N) r) more."""
     Z = U if GM is None else GM @ U
     W = V if GN is None else GN @ V
     fl = sampled_products(Z, W, rows, cols)
+    if offset is not None:
+        fl += offset[0][rows] * offset[1][cols]
     r = fl - y
     f = 0.5 * inv_s2 * r @ r + lam * 0.5 * (np.sum(U * U) + np.sum(V * V))
     if unrated:
-        f += 0.5 * inv_s2 * unrated * (np.sum((Z.T @ Z) * (W.T @ W)) - fl @ fl)
+        whole = np.sum((Z.T @ Z) * (W.T @ W))
+        if offset is not None:
+            a, b = offset
+            whole += 2.0 * (a @ Z) @ (W.T @ b) + (a @ a) * (b @ b)
+        f += 0.5 * inv_s2 * unrated * (whole - fl @ fl)
         r = r - unrated * fl
     if frob:
         f += 0.5 * frob * np.sum((U.T @ U) * (V.T @ V))
     return f, r, Z, W
 
 
-def objective(U, V, GM, GN, rows, cols, y, sigma2, lam, frob=1.0, unrated=0.0):
+def objective(U, V, GM, GN, rows, cols, y, sigma2, lam, frob=1.0, unrated=0.0, offset=None):
     """Factored objective of eq. 11 at B = U Vᵀ (with ½λ(‖U‖²+‖V‖²) in place of λ‖B‖_*); ``unrated``
-    = w adds ½σ⁻² w Σ_{(i,j)∉L} F_ij² (the unobserved entries as zeros of weight w)."""
-    return _parts(U, V, GM, GN, rows, cols, y, 1.0 / sigma2, frob, lam, unrated)[0]
+    = w adds ½σ⁻² w Σ_{(i,j)∉L} F_ij² (the unobserved entries as zeros of weight w); ``offset`` a fixed
+    rank-one term of the model (see `_parts`)."""
+    return _parts(U, V, GM, GN, rows, cols, y, 1.0 / sigma2, frob, lam, unrated, offset)[0]
 
 
-def _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter, ftol=1e-12, unrated=0.0):
+def _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter, ftol=1e-12, unrated=0.0, offset=None):
     M, N = U.shape[0], V.shape[0]
     r_ = U.shape[1]
     inv_s2 = 1.0 / sigma2
@@ -226,12 +212,16 @@ def _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter, ftol
     def fg(x):
         U = x[:M * r_].reshape(M, r_)
         V = x[M * r_:].reshape(N, r_)
-        f, r, Z, W = _parts(U, V, GM, GN, rows, cols, y, inv_s2, frob, lam, unrated)
+        f, r, Z, W = _parts(U, V, GM, GN, rows, cols, y, inv_s2, frob, lam, unrated, offset)
         R = pattern.matrix(inv_s2 * r)
         gZ, gW = R @ W, R.T @ Z
         if unrated:
             gZ = gZ + (inv_s2 * unrated) * Z @ (W.T @ W)
             gW = gW + (inv_s2 * unrated) * W @ (Z.T @ Z)
+            if offset is not None:  # ∂/∂Z of ½w‖Z Wᵀ + a bᵀ‖² is w (Z Wᵀ + a bᵀ) W
+                a, b = offset
+                gZ += (inv_s2 * unrated) * np.outer(a, W.T @ b)
+                gW += (inv_s2 * unrated) * np.outer(b, Z.T @ a)
         gU = gZ if GM is None else GM.T @ gZ
         gV = gW if GN is None else GN.T @ gW
         gU = gU + lam * U
@@ -247,10 +237,11 @@ def _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter, ftol
     return res.x[:M * r_].reshape(M, r_), res.x[M * r_:].reshape(N, r_), float(res.fun), bool(res.success)
 
 
-def smooth_gradient_top(U, V, GM, GN, rows, cols, y, sigma2, frob, shape, bshape=None, k=1, unrated=0.0):
+def smooth_gradient_top(U, V, GM, GN, rows, cols, y, sigma2, frob, shape, bshape=None, k=1, unrated=0.0,
+                        offset=None):
     """Top singular triple(s) of the smooth part's gradient S = G_Mᵀ (σ⁻² R) G_N + frob·U Vᵀ, where R
-    is the residual at the observed entries plus, with ``unrated`` = w, the low-rank w Z Wᵀ (applied
-    as a product, never dense).
+    is the residual at the observed entries plus, with ``unrated`` = w, the low-rank w (Z Wᵀ + a bᵀ)
+    (``offset`` = (a, b), else without it; applied as a product, never dense).
 
     k = 1 returns (u, s, v) vectors and a float; k > 1 returns the top k as (M, k), (k,), (N, k),
     largest first.
@@ -260,8 +251,10 @@ def smooth_gradient_top(U, V, GM, GN, rows, cols, y, sigma2, frob, shape, bshape
     bshape = shape if bshape is None else bshape
     pattern = Pattern(rows, cols, shape)
     rows, cols, y = pattern.rows, pattern.cols, y[pattern.order]
-    f, r, Z, W = _parts(U, V, GM, GN, rows, cols, y, 1.0 / sigma2, frob, 0.0, unrated)
+    f, r, Z, W = _parts(U, V, GM, GN, rows, cols, y, 1.0 / sigma2, frob, 0.0, unrated, offset)
     R = pattern.matrix(r / sigma2)
+    if unrated and offset is not None:  # the fixed rank-one term joins the low-rank part
+        Z, W = np.column_stack([Z, offset[0]]), np.column_stack([W, offset[1]])
     wz, ww = (unrated / sigma2) * Z, (unrated / sigma2) * W
     GMt = (lambda x: x) if GM is None else (lambda x: GM.T @ x)
     GMm = (lambda x: x) if GM is None else (lambda x: GM @ x)
@@ -341,7 +334,7 @@ def fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, **kw):
 
 def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, frob=1.0, max_rank=50,
               fixed_rank=None, maxiter=200, grow_iter=30, grow_block=1, tol=1e-6, ftol=1e-12, rng=None,
-              unrated=0.0, init=None):
+              unrated=0.0, init=None, offset=None, progress=None):
     """Solve eq. 11 by rank growth + L-BFGS refinement; return factors Z = G_M U, W = G_N V.
 
     fixed_rank : start at that rank and never grow (KPMF). Otherwise start at rank 1 and add a
@@ -356,7 +349,9 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
     :func:`_parts`), at no dense cost. ``init`` = (U, V): start from these factors (a warm start,
     e.g. the solution at a neighbouring λ or on part of the data) instead of zero (or, with
     ``fixed_rank``, random) factors; growth then continues from their rank (cut to ``max_rank`` by
-    :func:`truncate_factors` if larger).
+    :func:`truncate_factors` if larger). ``offset`` = (a (n,), b (m,)) over the data's rows and columns: a
+    fixed rank-one term a bᵀ of the model (see :func:`_parts`); the returned Z, W exclude it.
+    ``progress(message)`` is called after every rank-growth step (the rank and the objective).
     GM, GN : None (identity), a dense square root (M, p) or a root operator (:class:`DiffusionRoot`).
     Returns dict with Z, W, U, V, objective trace, rank and three flags: ``converged`` (rank growth
     stopped by eq. 10's optimality condition or a stalled objective), ``rank_capped`` (growth stopped
@@ -378,15 +373,15 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
         else:
             U, V = init
         U, V, f, solved = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter * 5, ftol,
-                                  unrated)
+                                  unrated, offset)
         trace.append(f)
     else:
         U, V = (np.zeros((M, 0)), np.zeros((N, 0))) if init is None else truncate_factors(*init, max_rank)
-        trace.append(objective(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, unrated))
+        trace.append(objective(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, unrated, offset))
         while U.shape[1] < max_rank:
             kb = min(grow_block, max_rank - U.shape[1])
             u, s, v = smooth_gradient_top(U, V, GM, GN, rows, cols, y, sigma2, frob, shape, bshape, k=kb + 1,
-                                          unrated=unrated)
+                                          unrated=unrated, offset=offset)
             keep = s > lam * (1 + 1e-6)
             keep[kb:] = False
             if not keep[0]:
@@ -396,15 +391,18 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
             U = np.column_stack([U, -step * u[:, keep]])
             V = np.column_stack([V, step * v[:, keep]])
             U, V, f, solved = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, grow_iter, ftol,
-                                      unrated)
+                                      unrated, offset)
             trace.append(f)
+            if progress is not None:
+                progress(f"rank {U.shape[1]}, objective {f:.6g}")
             if trace[-2] - trace[-1] <= tol * abs(trace[-2]):
                 converged = True
                 break
         if U.shape[1] == 0:
             U, V = np.zeros((M, 1)), np.zeros((N, 1))
         elif maxiter > grow_iter:
-            U, V, f, solved = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter, ftol, unrated)
+            U, V, f, solved = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter, ftol, unrated,
+                                      offset)
             trace.append(f)
     Z = U if GM is None else GM @ U
     W = V if GN is None else GN @ V

@@ -399,6 +399,26 @@ class MAPParams(PMAParams, LabelCoding, InnerCVParams, NaturalThresholdParams):
     rank_signal: float = param(0.02, "ratings task: the kernels' share of the zero-filled matrix's mean square in "
                                "the ranking fit (the noise takes the rest)", Interval(0, 1, "neither"),
                                active_when=When(ranking="zero-filled"))
+    rank_center: str = param("none", "ratings task: 'columns' centres the zero-filled matrix by its column means in "
+                             "the ranking fit (item popularity as a fixed offset, added back to the scores); "
+                             "'none' fits it as it is", Options("none", "columns"),
+                             active_when=When(ranking="zero-filled"))
+    rank_signal_grid: tuple[float, ...] = param((0.005, 0.02), "ratings task: candidate `rank_signal` values for "
+                                                "select=inner-cv, chosen with rank_center by recall@20 on the "
+                                                "validation split of the training ratings",
+                                                active_when=When(ranking="zero-filled"))
+    rank_center_grid: tuple[str, ...] = param(("none", "columns"), "ratings task: candidate `rank_center` values "
+                                              "for select=inner-cv (on the training ratings' validation split "
+                                              "centring won on FilmTrust and both CiaoDVD sets, where most users "
+                                              "rate a handful of items, and lost on MovieLens-100K)",
+                                              active_when=When(ranking="zero-filled"))
+    dense_limit: int = param(4000, "ratings task: largest side (users or items) of the exact path — dense moment "
+                             "kernels, exactly decomposed, and the dual solve over the observed ratings; a larger "
+                             "matrix takes the scalable path (no users × users, items × items or users × items "
+                             "array: `rank` eigenpairs of each side's sparse moment kernel, O(nnz · rank) per "
+                             "iteration)", Interval(1, None), active_when=When(task="ratings"))
+    rank: int = param(100, "ratings task, scalable path: eigenpairs kept of each side's moment kernel (all of them, "
+                      "exact, on a side of at most rank)", Interval(1, None), active_when=When(task="ratings"))
     select: str = param("inner-cv", "ratings task: 'inner-cv' chooses `signal` and `bias_scale` from their grids on "
                         "one validation split (1/inner_folds of the training ratings); missing task: it chooses k1, "
                         "k1_scale and noise from their grids on a holdout of 1/inner_folds of the training entries "
@@ -446,10 +466,11 @@ class PMAMap(Algorithm):
     name = "pma-map"
     tasks = frozenset({"missing", "multilabel", "ratings"})
     Params = MAPParams
-    version = "8"  # v6 (ratings task): sharpened moment kernels (kernel_power 3, shrink 300), bias penalties
-    # chosen by inner CV, ranking from a zero-filled fit; v7 (missing/multilabel): single-precision
-    # eigendecompositions at the default tolerance; v8 (missing task): column mean, noise and K1 chosen on
-    # training entries (missing.py)
+    version = "9"  # v9 (ratings task): matrices with a side above dense_limit take the scalable path, ranking fit
+    # centred or not and its signal chosen by recall@20 on the holdout; v8 (missing task): column mean, noise and
+    # K1 chosen on training entries (missing.py); v7 (missing/multilabel): single-precision eigendecompositions at
+    # the default tolerance; v6 (ratings task): sharpened moment kernels (kernel_power 3, shrink 300), bias
+    # penalties chosen by inner CV, ranking from a zero-filled fit
 
     def run(self, split, params, ctx):
         if isinstance(split, MultilabelSplit):
@@ -486,11 +507,15 @@ def _run_ratings(split, params, ctx):
 
     from malt.errors import DataError
     from malt.numerics.selection import candidates, holdout_ids, select
+    from malt.splits import Prediction, RowScores
 
-    from .ratings import check_size, predict_ratings, zero_filled_scores
+    from .ratings import (check_size, exact_path, predict_ratings, zero_filled_scores,
+                          zero_filled_scores_low_rank)
 
     train = sp.coo_matrix(split.train)
-    check_size(train.shape)
+    exact = exact_path(train.shape, params.dense_limit)
+    if exact:
+        check_size(train.shape)
     train.sum_duplicates()
     rows, cols, y = train.row.astype(np.int64), train.col.astype(np.int64), train.data.astype(float)
     if y.size == 0:
@@ -499,12 +524,13 @@ def _run_ratings(split, params, ctx):
         raise DataError("pma-map cannot predict new rows of a rating matrix (its kernels come from co-ratings); "
                         "use new_rows=False")
     diagnostics = {}
+    tuned = params.select == "inner-cv"
+    ids = holdout_ids(y.size, 1.0 / params.inner_folds, ctx.rng) if tuned else None
     grids = {"signal": params.signal_grid, "bias_scale": params.bias_scale_grid}
-    options = candidates(params, grids) if params.select == "inner-cv" else [params]
+    options = candidates(params, grids) if tuned else [params]
     if len(options) == 1:  # nothing to choose: the grids' single values (the values given where a grid is empty)
         params = options[0]
     else:
-        ids = holdout_ids(y.size, 1.0 / params.inner_folds, ctx.rng)
         moments_of = {}  # bias_scale -> moments of the inner training part
 
         def evaluate(candidate, fit_idx, val_idx):
@@ -519,21 +545,44 @@ def _run_ratings(split, params, ctx):
                         progress=lambda f: ctx.progress(0.6 * f, "choosing the kernel scale and bias penalties"))
         params = choice.best
         diagnostics.update(choice.diagnostics())
+    ctx.progress(0.6, "moment kernels" + ("" if exact else f" and their top {params.rank} eigenpairs"))
     moments = _moments(rows, cols, y, train.shape, params)
     by_ratings = params.ranking == "ratings"
     fit = predict_ratings(moments, rows, cols, split.test_rows, split.test_cols, signal=params.signal,
                           tol=1e-4, scores=by_ratings,
-                          progress=lambda f, msg: ctx.progress(0.6 + 0.3 * f, msg))
+                          progress=lambda f, msg: ctx.progress(0.6 + 0.2 * f, msg))
     diagnostics.update(noise=round(fit["noise"], 4), kernel_scale=[round(v, 4) for v in fit["kernel_scale"]],
-                       cg_iterations=fit["iterations"])
+                       cg_iterations=fit["iterations"], path="exact" if exact else "low-rank")
+    if not exact:
+        diagnostics["eigenpairs"] = [moments["E1"].vectors.shape[1], moments["E2"].vectors.shape[1]]
     scores = fit["scores"]
     if not by_ratings:
-        ctx.progress(0.9, "ranking fit")
-        scores, rank_noise = zero_filled_scores(rows, cols, y, train.shape, np.unique(split.test_rows),
-                                                signal=params.rank_signal)
-        diagnostics["ranking_noise"] = round(rank_noise, 6)
-    from malt.splits import Prediction
+        def ranking(fit_rows, fit_cols, fit_y, score_rows, option):
+            kw = dict(signal=option.rank_signal, center=option.rank_center == "columns")
+            if exact:
+                return zero_filled_scores(fit_rows, fit_cols, fit_y, train.shape, score_rows, **kw)
+            return zero_filled_scores_low_rank(fit_rows, fit_cols, fit_y, train.shape, score_rows, rank=params.rank,
+                                               **kw)
 
+        grids = {"rank_signal": params.rank_signal_grid, "rank_center": params.rank_center_grid}
+        if tuned and any(len(grid) > 1 for grid in grids.values()):
+            from malt.algorithms.recommenders import relevance_threshold, validation_recall
+
+            relevant = relevance_threshold(y)
+
+            def recall(option, fit_idx, val_idx):
+                got, _ = ranking(rows[fit_idx], cols[fit_idx], y[fit_idx], None, option)
+                return validation_recall(rows[fit_idx], cols[fit_idx], train.shape, rows[val_idx], cols[val_idx],
+                                         y[val_idx], got, relevant)
+
+            choice = select(candidates(params, grids), recall, ids, better="higher",
+                            progress=lambda f: ctx.progress(0.9 + 0.08 * f, "choosing the ranking fit"))
+            params = choice.best
+            diagnostics.update({f"ranking_{k}": v for k, v in choice.diagnostics().items()})
+        ctx.progress(0.98, "ranking fit")
+        scorer, rank_noise = ranking(rows, cols, y, None, params)
+        scores = RowScores(np.unique(split.test_rows), train.shape[1], scorer)
+        diagnostics["ranking_noise"] = round(rank_noise, 6)
     return Prediction(values=fit["values"], scores=scores, diagnostics=diagnostics)
 
 
@@ -542,4 +591,5 @@ def _moments(rows, cols, y, shape, params) -> dict:
     from .ratings import fit_moments
 
     return fit_moments(rows, cols, y, shape, shrink=params.shrink, reg_rows=15.0 * params.bias_scale,
-                       reg_cols=10.0 * params.bias_scale, power=params.kernel_power)
+                       reg_cols=10.0 * params.bias_scale, power=params.kernel_power, rank=params.rank,
+                       dense_limit=params.dense_limit)

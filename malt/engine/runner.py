@@ -33,6 +33,7 @@ import numpy as np
 from malt import registry
 from malt.engine import provenance
 from malt.engine.context import Context, MemoryCache
+from malt.engine.memory import PeakMemory
 from malt.engine.progress import Progress, prior_costs
 from malt.errors import MaltError
 from malt.numerics.threads import blas_threads
@@ -220,7 +221,7 @@ def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str |
     packed = None
     start, cpu = time.perf_counter(), time.process_time()
     try:
-        with (warnings.catch_warnings(record=True) as caught,
+        with (warnings.catch_warnings(record=True) as caught, PeakMemory() as peak,
               blas_threads(threads or algo.blas_threads, jobs)):
             warnings.simplefilter("always")
             split = task.split(dataset, options, unit.fold)
@@ -231,7 +232,7 @@ def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str |
             packed = _roundtrip(task.pack(split, prediction, options))
             scores = score_packed(task, dataset, options, split, packed)
         record.update(status="ok", metrics=scores, metric_versions=metric_versions(task, scores), fit_seconds=fit,
-                      fit_cpu_seconds=fit_cpu)
+                      fit_cpu_seconds=fit_cpu, peak_rss_mib=round(peak.mib, 1))
         if prediction.diagnostics:
             record["diagnostics"] = _jsonable(prediction.diagnostics)
         if caught:

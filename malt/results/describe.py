@@ -41,7 +41,8 @@ def metric_info(name: str, task: str | None = None) -> Metric:
     return declared(task, name)
 
 
-DIAGNOSTIC_LABELS = {"fit_seconds": "Fit time (s, wall)", "fit_cpu_seconds": "Fit time (s, CPU)"}
+DIAGNOSTIC_LABELS = {"fit_seconds": "Fit time (s, wall)", "fit_cpu_seconds": "Fit time (s, CPU)",
+                     "peak_rss_mib": "Peak memory (MiB, resident)"}
 
 
 def metric_order() -> list[str]:

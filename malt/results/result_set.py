@@ -414,10 +414,12 @@ def _param_value(value):
 
 def numeric_diagnostics(record: dict) -> dict[str, float]:
     """A unit's diagnostics reduced to numbers: scalars as they are, a numeric list (a bound trace,
-    say) by its last value and length; plus the unit's fit seconds."""
+    say) by its last value and length; plus the unit's fit seconds and peak resident memory."""
     out = {"fit_seconds": float(record.get("fit_seconds", np.nan))}
     if "fit_cpu_seconds" in record:
         out["fit_cpu_seconds"] = float(record["fit_cpu_seconds"])
+    if "peak_rss_mib" in record:
+        out["peak_rss_mib"] = float(record["peak_rss_mib"])
     for name, value in (record.get("diagnostics") or {}).items():
         if isinstance(value, bool):
             out[name] = float(value)

@@ -17,7 +17,8 @@ set for every algorithm (the paper's protocol), so a column of a results table m
 What an algorithm returns: ``Prediction.values`` (n_test,) estimates at (test_rows, test_cols), and
 ``Prediction.scores``, a dense array of shape (len(np.unique(test_rows)), n_cols) whose i-th row
 scores every column for the i-th smallest test row id (memory: one row per distinct test row, never
-n_rows × n_cols unless every row is tested). An algorithm without ``scores`` gets no ranking metrics
+n_rows × n_cols unless every row is tested), or a `malt.splits.RowScores` computing them a block of rows
+at a time (the large matrices, where nearly every row is tested). An algorithm without ``scores`` gets no ranking metrics
 (NaN), never a ranking over a smaller candidate set. Stored per unit: the estimates and each test
 row's top ``max(k, 100)`` candidates, so k up to that length is rescored without refitting.
 """
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING
 from malt.tasks import metrics
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
-from malt.splits import Prediction, RatingsSplit
+from malt.splits import Prediction, RatingsSplit, RowScores
 from malt.tasks.base import Metric, Setting, Task, as_array, register_task, subkey_rng
 
 if TYPE_CHECKING:
@@ -177,7 +178,11 @@ class RatingsTask(Task):
         if prediction.scores is not None:
             rows = np.unique(split.test_rows)
             n_cols = split.train.shape[1]
-            scores = as_array(prediction.scores, "scores", (rows.size, n_cols), finite=False)
+            scores = prediction.scores
+            if not isinstance(scores, RowScores):  # a RowScores is computed block by block in top_candidates
+                scores = as_array(scores, "scores", (rows.size, n_cols), finite=False)
+            elif scores.shape != (rows.size, n_cols):
+                raise ValueError(f"the algorithm returned scores of shape {scores.shape}, expected {(rows.size, n_cols)}")
             top = top_candidates(split.train, rows, scores, max(params.k, STORED_TOP))
             out["top"] = top.astype(np.uint16 if n_cols < 65536 else np.uint32)
         return out
