@@ -123,7 +123,7 @@ def predict_split(split, params, ctx, *, lam, frob, fixed_rank=None):
                 return float(e @ e / max(val.size, 1))
 
             chosen = select(candidates(params, {"bias_scale": params.bias_scale_grid}), bias_error, ids)
-            params = dataclasses.replace(params, bias_scale=chosen.best.bias_scale)
+            params = params.derived(bias_scale=chosen.best.bias_scale)
             diagnostics["selected_bias_scale"] = params.bias_scale
 
         def evaluate(option, tr, val):

@@ -40,7 +40,7 @@ import numpy as np
 from malt.numerics import linalg
 from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
 from malt.errors import DataError
-from malt.params import Interval, Options, When, param
+from malt.params import Includes, Interval, Options, When, param
 from malt.numerics.decisions import NaturalThresholdParams, decide_by_refits
 from malt.splits import MultilabelSplit
 from malt.registry import Algorithm, register
@@ -49,6 +49,7 @@ from malt.numerics.selection import InnerCVParams
 from .common import (LabelCoding, PMAParams, RowConditional, check_kernel, check_matrix, column_means, cov_estimate,
                      matrix_inputs, pd_eigh, prediction, row_kernel_eig, second_moments,
                      second_moments_eig)
+from .missing import run_missing
 
 
 def map_f(Xt: np.ndarray, eig1, eig2) -> np.ndarray:
@@ -447,12 +448,22 @@ class MAPParams(PMAParams, LabelCoding, InnerCVParams, NaturalThresholdParams):
     @classmethod
     def implied_condition(cls, name: str) -> When | None:
         implied = super().implied_condition(name)
-        if name in ("k1", "jitter", "kernel_updates"):  # the fields of KernelParams, PMAParams
+        if name in ("k1", "k1_scale"):  # inner CV chooses them from their grids on the missing task only
+            return When(task="multilabel") | When(task="missing", select="none") | When(task="missing", **{
+                f"{name}_grid": ()})
+        if name in ("jitter", "kernel_updates"):  # the fields of PMAParams
             return MATRIX_TASKS if implied is None else MATRIX_TASKS & implied
-        if name == "k1_scale":  # on the missing task inner CV takes it from k1_scale_grid
-            chosen_by_hand = When(task="multilabel") | When(task="missing", select="none")
-            return chosen_by_hand if implied is None else chosen_by_hand & implied
         return implied
+
+    @classmethod
+    def conditions(cls) -> dict[str, When]:
+        found = super().conditions()
+        if not cls.__dict__.get("_searched_families"):  # the kernel families inner CV tries use the features
+            searched = When(task="missing", select="inner-cv")
+            found["width"] = found["width"] | (searched & When(k1_grid=Includes("rbf")))
+            found["scale"] = found["scale"] | searched
+            type.__setattr__(cls, "_searched_families", True)
+        return found
 
 
 @register
@@ -481,9 +492,8 @@ class PMAMap(Algorithm):
         if hasattr(split, "train") and hasattr(split, "test_cols"):
             return _run_ratings(split, params, ctx)
         if hasattr(split, "hidden"):  # the missing task: a column mean, noise and K1 chosen on training entries
-            from .missing import run_missing
-
-            return run_missing(split, params, ctx, single=params.solver == "cg" and params.tol >= SINGLE_TOL)
+            return run_missing(split, params, ctx, single=params.solver == "cg" and params.tol >= SINGLE_TOL,
+                               pma_map=pma_map)
         data = matrix_inputs(split, params)
         K1, eig1 = row_kernel_eig(params, ctx, data.rows, data.fit_rows,
                                   single=params.solver == "cg" and params.tol >= SINGLE_TOL)

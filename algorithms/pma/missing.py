@@ -55,7 +55,7 @@ def base_kernels(params, ctx, data, families, single: bool) -> dict:
     its mean diagonal); empty when K1 is to be estimated (k1='estimate' or no features)."""
     out = {}
     for family in families:
-        K1, eig = row_kernel_eig(dataclasses.replace(params, k1=family, k1_scale=1.0), ctx, data.rows,
+        K1, eig = row_kernel_eig(params.derived(k1=family, k1_scale=1.0), ctx, data.rows,
                                  data.fit_rows, single=single)
         if K1 is None:
             return {}
@@ -66,12 +66,11 @@ def base_kernels(params, ctx, data, families, single: bool) -> dict:
     return out
 
 
-def solve(R: np.ndarray, v: float, kernel, option, rng) -> np.ndarray:
+def solve(R: np.ndarray, v: float, kernel, option, rng, pma_map) -> np.ndarray:
     """PMA-MAP's completion of the centred R with K1 = s·K (s = option.k1_scale) plus the nugget ν·v; K2
     estimated and re-estimated ``option.kernel_updates`` times. ``kernel``: (K, its Eigenbasis) or None
-    (K1 estimated from R, no nugget)."""
-    from .map import pma_map
-
+    (K1 estimated from R, no nugget). ``pma_map``: the solver (`malt.algorithms.pma.map.pma_map`, passed in
+    by the algorithm that dispatches here, so the two modules do not import each other)."""
     K1, eig1 = (None, None) if kernel is None else kernel
     if eig1 is not None:
         eig1 = Eigenbasis(eig1.values * option.k1_scale + option.noise * v, eig1.vectors)
@@ -81,7 +80,7 @@ def solve(R: np.ndarray, v: float, kernel, option, rng) -> np.ndarray:
     return fit["values"], fit
 
 
-def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, progress=None):
+def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, pma_map, progress=None):
     """The Selection of (k1, k1_scale, noise) from their grids on a holdout of 1/inner_folds of M's observed
     entries: each candidate completes the other entries (their own column means and variance) and is
     judged by `holdout_loss` on the held-out ones. Cost: one PMA-MAP solve per candidate."""
@@ -96,13 +95,13 @@ def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, progress=None):
             hidden = M.copy()
             hidden[rows[val], cols[val]] = np.nan
             inner["R"], inner["mu"], inner["v"] = centre(hidden, option.center)
-        values, _ = solve(inner["R"], inner["v"], kernels[option.k1], option, np.random.default_rng(0))
+        values, _ = solve(inner["R"], inner["v"], kernels[option.k1], option, np.random.default_rng(0), pma_map)
         return holdout_loss(values[rows[val], cols[val]] + inner["mu"][cols[val]], M[rows[val], cols[val]], kind)
 
     return select(candidates(params, grids), evaluate, ids, progress=progress)
 
 
-def run_missing(split, params, ctx, single: bool):
+def run_missing(split, params, ctx, single: bool, pma_map):
     """pma-map's answer on the missing task (see the module docstring)."""
     data = matrix_inputs(split, params)
     R, mu, v = centre(data.M, params.center)
@@ -114,11 +113,11 @@ def run_missing(split, params, ctx, single: bool):
     diagnostics = {"center": params.center, "variance": round(v, 6)}
     if params.select == "inner-cv" and kernels:
         kind = getattr(split, "kind", "real")
-        choice = choose(params, data.M, kernels, kind, ctx.rng,
+        choice = choose(params, data.M, kernels, kind, ctx.rng, pma_map,
                         progress=lambda f: ctx.progress(0.9 * f, "inner holdout over the kernel and the noise"))
         params = choice.best
         diagnostics.update(choice.diagnostics())
-    values, fit = solve(R, v, kernels.get(params.k1), params, ctx.rng)
+    values, fit = solve(R, v, kernels.get(params.k1), params, ctx.rng, pma_map)
     diagnostics.update(iterations=fit["iterations"], residuals=[float(f"{r:.3g}") for r in fit["residuals"]],
                        noise_variance=round(params.noise * v, 6) if kernels else 0.0)
     return prediction(values + mu[None, :], data.n_new, diagnostics=diagnostics)
