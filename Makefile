@@ -24,7 +24,7 @@ demo: install
 	@echo "malt is installed in $(VENV): run '. $(VENV)/bin/activate' to put malt on your PATH (or type $(MALT))"
 
 test: install
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto tests
 
 # The documentation site (docs/): Sphinx with numpydoc and sphinx-gallery; warnings are errors.
 $(BIN)/.docs-installed: $(BIN)/.installed pyproject.toml
