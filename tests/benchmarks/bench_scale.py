@@ -55,9 +55,9 @@ def load(dataset: str):
 
 def one(algo_name: str, dataset: str, params: dict, threads: int) -> dict:
     """Fit one algorithm on fold 0 of one dataset in this process; its numbers as a dict."""
-    from malt.engine import provenance
     from malt.engine.context import Context
     from malt.engine.memory import PeakMemory
+    from malt.numerics.threads import blas_threads
     from malt.registry import get
     from malt.tasks.ratings import RatingsParams, RatingsTask
 
@@ -66,7 +66,7 @@ def one(algo_name: str, dataset: str, params: dict, threads: int) -> dict:
     split = task.split(data, options, 0)
     algo = get(algo_name)
     ctx = Context(None, data_key=data.hash, seed=0, dataset=data)
-    with PeakMemory() as peak, provenance.blas_threads(threads):
+    with PeakMemory() as peak, blas_threads(threads):
         wall, cpu = time.perf_counter(), time.process_time()
         prediction = algo().run(split, algo.Params(**params), ctx)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
