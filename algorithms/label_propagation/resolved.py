@@ -104,11 +104,17 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, 
             stage_rtol: float = STAGE_RTOL, progress=None) -> ResolvedScores:
     """Solve (I − αS) F = B, every row resolved to ``resolution`` (see the module docstring).
 
-    S : (n, n) symmetric, non-negative; best in a bandwidth-reducing order (`solvers.locality_order`).
-    weights : (n,) v > 0 with S v ≤ v (for S = D^{-1/2} W D^{-1/2}: v = √d, and 1 on isolated rows).
-    B : (n, C) ≥ 0. alpha : in (0, 1).
-    progress : called as progress(fraction of rows resolved, message) after every CG iteration (the
-        fraction at least 1/n, so a progress line shows stage 1's iterations too).
+    Parameters
+    ----------
+    S : (n, n) sparse
+        Symmetric, non-negative; best in a bandwidth-reducing order (`solvers.locality_order`).
+    alpha : float in (0, 1)
+    B : (n, C) array, ≥ 0
+    weights : (n,) array
+        v > 0 with S v ≤ v (for S = D^{-1/2} W D^{-1/2}: v = √d, and 1 on isolated rows).
+    progress : callable, optional
+        Called as progress(fraction of rows resolved, message) after every CG iteration (the fraction at
+        least 1/n, so a progress line shows stage 1's iterations too).
     """
     S = sp.csr_matrix(S)
     B = np.asarray(B, dtype=float)

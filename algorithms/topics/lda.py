@@ -5,7 +5,7 @@ The topics are fitted by scikit-learn's `LatentDirichletAllocation` (batch varia
 Blei & Bach 2010 with one pass over all documents per iteration). Held-out documents are scored by
 the *same kind of bound* the task reads from CTM and GPTM (`malt.tasks.topics`): a variational lower
 bound on log p(w_d | α, β) per document, with the topics β a point estimate (here the posterior mean
-of scikit-learn's variational Dirichlet, components_ normalised) and the multinomial coefficient left
+of scikit-learn's variational Dirichlet, ``components_`` normalised) and the multinomial coefficient left
 out. scikit-learn's own ``perplexity`` is a different quantity — it adds the topics' Dirichlet prior
 term of the whole corpus and uses exp E[log β] in place of β — so it is not used; neither is its
 E-step (exp E[log β] again). Per document (Blei et al. 2003, eq. 15, φ at its optimum (their eq. 6)):

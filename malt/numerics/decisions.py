@@ -9,17 +9,17 @@ training rows** — scores each training row got from a model that did not see i
 cross-validation, out-of-bag trees, leave-one-out neighbours, or refits on inner folds, `out_of_fold`)
 — by one of five rules:
 
-``natural``  the model's own cut ``natural`` (½ or 0), for every label.
-``global``   one threshold for all labels, the best cut of the pooled training scores (MULAN's
-             OneThreshold; Fan & Lin's "SCut" with one shared value).
-``scut``     one threshold per label (Yang 2001's SCut), shrunk towards the global one by the label's
-             positive count: t_j = (n⁺_j t̂_j + m t) / (n⁺_j + m), m = ``SHRINK`` positives, so a rare
-             label's cut rests mostly on the shared one (its own is fitted to a handful of rows).
-``pcut``     proportional cut (Fan & Lin's PCut, learned on the training rows instead of the test
-             batch): label j is predicted for the share of rows it has in training, t_j the
-             corresponding quantile of its training scores.
-``rcut``     rank cut (Fan & Lin's RCut): each row gets its r top-ranked labels, r the training
-             rows' mean label cardinality rounded (MULAN's RCut).
+* ``natural``: the model's own cut ``natural`` (½ or 0), for every label.
+* ``global``: one threshold for all labels, the best cut of the pooled training scores (MULAN's
+  OneThreshold; Fan & Lin's "SCut" with one shared value).
+* ``scut``: one threshold per label (Yang 2001's SCut), shrunk towards the global one by the label's
+  positive count: t_j = (n⁺_j t̂_j + m t) / (n⁺_j + m), m = ``SHRINK`` positives, so a rare
+  label's cut rests mostly on the shared one (its own is fitted to a handful of rows).
+* ``pcut``: proportional cut (Fan & Lin's PCut, learned on the training rows instead of the test
+  batch): label j is predicted for the share of rows it has in training, t_j the
+  corresponding quantile of its training scores.
+* ``rcut``: rank cut (Fan & Lin's RCut): each row gets its r top-ranked labels, r the training
+  rows' mean label cardinality rounded (MULAN's RCut).
 
 Decisions are learned twice, once per loss family a multi-label table reports (Dembczyński et al.
 2012: the risk minimisers of Hamming loss and of F-measures differ): ``hamming`` (labels scored by

@@ -113,9 +113,12 @@ class ObservedKroneckerSum:
     """The observed-entry posterior of the module docstring for one pair of eigenbases and one set of
     observed positions, solved for any right-hand side, kernel scale s and noise σ².
 
-    left, right : `Eigenbasis` of K1 (n × n) and K2 (m × m), orthonormal, full or low-rank, eigenvalues ≥ the
-        complement's ``rest`` ≥ 0
-    rows, cols : (L,) observed positions
+    Parameters
+    ----------
+    left, right : Eigenbasis
+        K1 (n × n) and K2 (m × m), orthonormal, full or low-rank, eigenvalues ≥ the complement's ``rest`` ≥ 0.
+    rows, cols : (L,) arrays
+        The observed positions.
     shape : (n, m)
 
     Building it costs O(L (r1 + r2)) (the squared eigenvectors summed over each column's and row's observed

@@ -154,6 +154,7 @@ def select(options: Sequence[Params], evaluate: Callable[[Params, np.ndarray, np
         mean (Hastie, Tibshirani & Friedman 2009, §7.10; the standard error of the best candidate's
         per-fold scores): callers order candidates from the strongest regulariser to the weakest, so
         near-ties go to the simpler model.
+
     A candidate whose evaluation raises ArithmeticError/LinAlgError or returns NaN scores worst.
     Candidates are evaluated in the order given, all inner folds of one before the next, so an
     ``evaluate`` may warm-start each candidate from the previous one's fit on the same fold (the
