@@ -184,6 +184,9 @@ def main(argv):
     parser.add_argument("--quick", action="store_true", help="reduced sizes (minutes)")
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads per fit (1: CPU seconds without spin-waiting, a bound on the wall time on 2 cores)")
     parser.add_argument("--only", nargs="*", default=None, help="sections to run (1-5)")
+    parser.add_argument("--growth-sizes", nargs="*", type=float, default=None,
+                        help="section 5's numbers of ratings (default 1e5 3e5 1e6 3e6 1e7; --quick 1e4 3e4 1e5)")
+    parser.add_argument("--growth-models", nargs="*", default=None, help="section 5's models (default: all)")
     args = parser.parse_args(argv)
     only = set(args.only or "12345")
     t = args.threads
@@ -201,8 +204,9 @@ def main(argv):
         section_models(f"4. synthetic {size.split(':')[1]} (goals: ≤ 900 s, ≤ 8 GiB)", size, ["pma-map", "con-mvgp"],
                        t, refs=("baseline", "biased-mf"), goals=(900, 8))
     if "5" in only:
-        sizes = [1e4, 3e4, 1e5] if args.quick else [1e5, 3e5, 1e6, 3e6, 1e7]
-        section_growth(sizes, ["pma-map", "con-mvgp"] if args.quick else MATRIX_MODELS, t)
+        sizes = args.growth_sizes or ([1e4, 3e4, 1e5] if args.quick else [1e5, 3e5, 1e6, 3e6, 1e7])
+        models = args.growth_models or (["pma-map", "con-mvgp"] if args.quick else MATRIX_MODELS)
+        section_growth(sizes, models, t)
 
 
 if __name__ == "__main__":
