@@ -167,7 +167,7 @@ def section_growth(sizes, models, threads):
         points, peak = [], None
         cells = []
         for nnz in sizes:
-            n = max(nnz // 20, 50)
+            n = int(max(nnz // 20, 50))
             r = run(name, f"synthetic:{n},{n},{int(nnz / 0.7)}", params, threads)
             if "error" in r:
                 cells.append(f"{'fail':>10s}")
