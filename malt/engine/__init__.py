@@ -5,7 +5,9 @@
 * ``context`` — the run context an algorithm receives (cached kernels and kNN graphs, the unit's
   rng, progress);
 * ``progress`` — units done, ETA; ``provenance`` — code, libraries and machine of each session;
-* ``migrate`` / ``repair`` — bring an old store to the current format; keep every intact record.
+* ``migrate`` / ``repair`` — bring an old store to the current format; keep every intact record;
+* ``forget`` — take a mistaken setting, algorithm or experiment out, crash-safe and logged;
+* ``memory`` — each unit's own peak resident memory.
 
 May import: `malt.registry` (to find algorithms by name), `malt.tasks`, `malt.repository`,
 `malt.datasets`, `malt.numerics` and the vocabulary (params, splits, errors). Never the command
