@@ -26,7 +26,7 @@ from malt.errors import DataError
 from malt.params import Interval, Options, param
 from malt.registry import Algorithm, register
 from malt.numerics.selection import InnerCVParams, candidates, inner_fold_ids, select
-from malt.splits import Prediction, RatingsSplit
+from malt.splits import Prediction, RatingsSplit, RowScores
 
 
 def _ridge_rows(R: np.ndarray, O: np.ndarray, V: np.ndarray, reg: float) -> np.ndarray:
@@ -209,7 +209,8 @@ class PMF(Algorithm):
         U, V = fit["U"], fit["V"]
         if isinstance(split, RatingsSplit):
             urows = np.unique(split.test_rows)
-            scores = fit["row_offset"][urows][:, None] + fit["offset"][None, :] + U[urows] @ V.T
+            scores = RowScores(urows, V.shape[0],
+                               lambda r: fit["row_offset"][r][:, None] + fit["offset"][None, :] + U[r] @ V.T)
             return Prediction(values=_estimate(fit, split.test_rows, split.test_cols), scores=scores,
                               diagnostics=diagnostics)
         values = fit["row_offset"][:, None] + fit["offset"][None, :] + U @ V.T

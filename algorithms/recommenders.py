@@ -30,7 +30,7 @@ from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
 from malt.numerics.selection import InnerCVParams, candidates, inner_fold_ids, select
-from malt.splits import Prediction
+from malt.splits import Prediction, RowScores
 
 # --------------------------------------------------------------------------------------------- #
 # building blocks
@@ -185,7 +185,7 @@ class Baseline(Algorithm):
     def run(self, split, params, ctx):
         b = fit_biases(split.train, params.reg_user, params.reg_item)
         urows = np.unique(split.test_rows)
-        scores = b.mu + b.user[urows][:, None] + b.item[None, :]
+        scores = RowScores(urows, b.item.size, lambda r: b.mu + b.user[r][:, None] + b.item[None, :])
         return Prediction(values=b.at(split.test_rows, split.test_cols), scores=scores)
 
 
@@ -225,7 +225,8 @@ class BiasedMF(Algorithm):
         r, c = split.test_rows, split.test_cols
         values = f["mu"] + f["bu"][r] + f["bi"][c] + np.einsum("ij,ij->i", f["P"][r], f["Q"][c])
         urows = np.unique(r)
-        scores = f["mu"] + f["bu"][urows][:, None] + f["bi"][None, :] + f["P"][urows] @ f["Q"].T
+        scores = RowScores(urows, f["Q"].shape[0],
+                           lambda u: f["mu"] + f["bu"][u][:, None] + f["bi"][None, :] + f["P"][u] @ f["Q"].T)
         diagnostics.update({"iterations": len(f["objective"]), "objective": f["objective"][-1]})
         return Prediction(values=values, scores=scores, diagnostics=diagnostics)
 
@@ -309,4 +310,5 @@ class Popularity(Algorithm):
         count = np.bincount(cols, minlength=m).astype(float)
         mean = np.where(count > 0, np.bincount(cols, y, minlength=m) / np.maximum(count, 1), y.mean())
         urows = np.unique(split.test_rows)
-        return Prediction(values=mean[split.test_cols], scores=np.broadcast_to(count, (urows.size, m)).copy())
+        return Prediction(values=mean[split.test_cols],
+                          scores=RowScores(urows, m, lambda r: np.broadcast_to(count, (len(r), m)).copy()))

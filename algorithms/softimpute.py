@@ -38,7 +38,7 @@ from malt.errors import DataError
 from malt.params import Interval, Options, param
 from malt.registry import Algorithm, register
 from malt.numerics.selection import InnerCVParams, inner_fold_ids
-from malt.splits import Prediction, RatingsSplit
+from malt.splits import Prediction, RatingsSplit, RowScores
 
 from .baselines import column_means
 from .completion import holdout_loss, observed_entries
@@ -371,7 +371,8 @@ class SoftImpute(Algorithm):
             urows = np.unique(split.test_rows)
             values = row_off[split.test_rows] + col_off[split.test_cols] + estimate.at(split.test_rows,
                                                                                         split.test_cols)
-            scores = row_off[urows][:, None] + col_off[None, :] + estimate.dense(urows)
+            scores = RowScores(urows, col_off.size,
+                               lambda r: row_off[r][:, None] + col_off[None, :] + estimate.dense(r))
             return Prediction(values=values, scores=scores, diagnostics=diagnostics)
         values = row_off[:, None] + col_off[None, :] + estimate.dense()
         return Prediction(values=values, diagnostics=diagnostics)
