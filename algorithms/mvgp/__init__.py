@@ -11,7 +11,6 @@ null edge (`null_edge`) so one default holds across data sizes; `ranking='rating
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np

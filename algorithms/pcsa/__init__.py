@@ -186,8 +186,7 @@ def observed_fit(rows, cols, x, shape, params, ctx, prior, ranking: bool = False
         from malt.algorithms.recommenders import relevance_threshold, validation_recall
 
         inner = fits[best]
-        tr, val = np.flatnonzero(ids != 0), np.flatnonzero(ids == 0)
-        relevant = relevance_threshold(x[tr])
+        relevant = relevance_threshold(x[ids != 0])  # the holdout's training part
 
         def recall(option, tr, val):
             scores = exposure_scores(inner, rows[tr], cols[tr], x[tr], shape[1], option.rank_slope)

@@ -29,8 +29,6 @@ kernel at s = 0.1–0.3 with little noise.
 """
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from malt.numerics.eigenbasis import Eigenbasis
