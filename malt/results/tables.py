@@ -347,6 +347,21 @@ def combined_tables(rs, option: str, metrics: list[str] | None = None) -> list[T
     return out
 
 
+def _experiment_cells(rs, frame, exp, displays, metric, info, scale, folds: set, marks: Marks) -> dict:
+    """display -> cell of one experiment's metric, the best marked among them (into ``marks``, tested on
+    that experiment's folds) and their fold counts added to ``folds``."""
+    mine, per_fold = {}, {}
+    for display in displays:
+        part = frame[(frame["experiment"] == exp) & (frame["display"] == display) & (frame["metric"] == metric)]
+        if part.empty:
+            continue
+        per_fold[display] = _per_fold(part, scale)
+        mine[display] = _cell(per_fold[display], info.percent, planned_folds(rs, exp, display))
+        folds.add(mine[display].folds)
+    marks.add(mark_best(mine, per_fold, info.better, fold_policy(rs, exp)))
+    return mine
+
+
 def sweep_tables(rs, family: Family, metrics: list[str] | None = None) -> list[Table]:
     """One table per metric: algorithm settings × values of the swept setting; best per column."""
     frame = rs.frame[rs.frame["experiment"].isin(family.experiments)]
@@ -360,15 +375,7 @@ def sweep_tables(rs, family: Family, metrics: list[str] | None = None) -> list[T
         scale = metric_scale(metric, family.task)
         cells, folds, marks = {}, set(), Marks()
         for exp, column in columns.items():
-            mine, per_fold = {}, {}
-            for display in displays:
-                part = frame[(frame["experiment"] == exp) & (frame["display"] == display) & (frame["metric"] == metric)]
-                if part.empty:
-                    continue
-                per_fold[display] = _per_fold(part, scale)
-                mine[display] = _cell(per_fold[display], info.percent, planned_folds(rs, exp, display))
-                folds.add(mine[display].folds)
-            marks.add(mark_best(mine, per_fold, info.better, fold_policy(rs, exp)))
+            mine = _experiment_cells(rs, frame, exp, displays, metric, info, scale, folds, marks)
             cells.update({(labels[d], column): c for d, c in mine.items()})
         sub = family.subtitle()
         note = _caption_tail(folds, marks, _incomplete(cells))
@@ -415,16 +422,7 @@ def dataset_tables(rs, metrics: list[str] | None = None) -> list[Table]:
             cells, folds, rows, marks = {}, set(), [], Marks()
             for exp, dataset in sorted(exps.items(), key=lambda kv: kv[1]):
                 rows.append(dataset)
-                mine, per_fold = {}, {}
-                for display in displays:
-                    part = frame[(frame["experiment"] == exp) & (frame["display"] == display)
-                                 & (frame["metric"] == metric)]
-                    if part.empty:
-                        continue
-                    per_fold[display] = _per_fold(part, scale)
-                    mine[display] = _cell(per_fold[display], info.percent, planned_folds(rs, exp, display))
-                    folds.add(mine[display].folds)
-                marks.add(mark_best(mine, per_fold, info.better, fold_policy(rs, exp)))
+                mine = _experiment_cells(rs, frame, exp, displays, metric, info, scale, folds, marks)
                 cells.update({(dataset, labels[d]): c for d, c in mine.items()})
             sub = members[0].subtitle()
             note = _caption_tail(folds, marks, _incomplete(cells))
