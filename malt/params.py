@@ -256,6 +256,13 @@ class Params:
         return None
 
     @classmethod
+    def also_used_when(cls, name: str) -> When | None:
+        """Where a subclass uses an inherited field beyond its declared condition (None: nowhere else);
+        OR-ed with it. E.g. pma-map's inner CV builds K1 of several families, so their width is used
+        whatever ``k1`` says."""
+        return None
+
+    @classmethod
     def conditions(cls) -> dict[str, When]:
         """Field name -> the condition under which it is used (fields used always are absent)."""
         found = cls.__dict__.get("_conditions")
@@ -264,6 +271,9 @@ class Params:
             for f in dataclasses.fields(cls):
                 implied, declared = cls.implied_condition(f.name), f.metadata.get("active_when")
                 condition = implied & declared if implied and declared else implied or declared
+                extra = cls.also_used_when(f.name)
+                if condition is not None and extra is not None:
+                    condition = condition | extra
                 if condition is not None:
                     found[f.name] = condition
             type.__setattr__(cls, "_conditions", found)

@@ -456,14 +456,9 @@ class MAPParams(PMAParams, LabelCoding, InnerCVParams, NaturalThresholdParams):
         return implied
 
     @classmethod
-    def conditions(cls) -> dict[str, When]:
-        found = super().conditions()
-        if not cls.__dict__.get("_searched_families"):  # the kernel families inner CV tries use the features
-            searched = When(task="missing", select="inner-cv")
-            found["width"] = found["width"] | (searched & When(k1_grid=Includes("rbf")))
-            found["scale"] = found["scale"] | searched
-            type.__setattr__(cls, "_searched_families", True)
-        return found
+    def also_used_when(cls, name: str) -> When | None:
+        searched = When(task="missing", select="inner-cv")  # the kernel families inner CV tries use the features
+        return {"width": searched & When(k1_grid=Includes("rbf")), "scale": searched}.get(name)
 
 
 @register
