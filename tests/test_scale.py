@@ -82,6 +82,29 @@ def test_conjugate_gradient_tolerance_is_a_knob_that_converges():
     assert all(a > b for a, b in zip(errors, errors[1:])) and errors[-1] < 1e-6
 
 
+@pytest.mark.timeout(30)
+def test_orthonormal_basis_spans_the_singular_directions_above_its_cut_and_drops_the_rest():
+    """Reference: numpy's thin SVD. A tall block of rank 6 (singular values 1 … 1e-6) plus columns repeating
+    others: the basis is orthonormal to working precision and its span is the SVD's leading directions down to
+    `GRAM_DROP` of the largest (1e-6 kept, the repeats' rounding-level directions dropped)."""
+    from malt.numerics.eigenbasis import GRAM_DROP, orthonormal_basis
+
+    rng = np.random.default_rng(1)
+    left = np.linalg.qr(rng.standard_normal((5000, 6)))[0]
+    right = np.linalg.qr(rng.standard_normal((9, 6)))[0]
+    sv = np.array([1.0, 0.3, 1e-2, 1e-4, 1e-5, 1e-6])
+    Y = (left * sv) @ right.T
+    Y = np.hstack([Y, Y[:, :3] * 2.0])  # 12 columns, still rank 6
+    Q = orthonormal_basis(Y)
+    U, s, _ = np.linalg.svd(Y, full_matrices=False)
+    kept = int(np.sum(s > GRAM_DROP * s[0]))
+    assert Q.shape == (5000, kept) and kept == 6
+    np.testing.assert_allclose(Q.T @ Q, np.eye(kept), atol=1e-13)
+    np.testing.assert_allclose(np.linalg.svd(U[:, :kept].T @ Q, compute_uv=False), 1.0, atol=1e-6)  # same span
+    assert orthonormal_basis(Y, floor=1e-3).shape[1] == 3  # the absolute floor cuts 1e-4 and below
+    assert orthonormal_basis(np.zeros((50, 4))).shape == (50, 0)
+
+
 def test_top_eigenpairs_converge_with_rank_and_krylov_depth_and_equal_eigh_at_full_rank():
     n = 200
     A = psd(n) - 0.3 * psd(n, 0.2)  # indefinite: the negative end of the spectrum is as large as the top's tail
