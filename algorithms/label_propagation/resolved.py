@@ -49,9 +49,11 @@ an error ≤ ε s in F_U (A_UU⁻¹ αS_UR ≥ 0 maps s_R to the part of s_U fed
 one (``error_bound``). A row whose two largest scores differ by less than twice that is counted in
 ``uncertain_rows`` (its decision is as fragile in the exact solution).
 
-Band width: the first stage takes ``FIRST_BAND_HOPS``; each later one moves H by the hops over which
-the band's scores fall from the layer's residual to the band's own (their rate per hop measured in
-the band), so the two are about equal, plus ``BAND_MARGIN_HOPS``.
+Band width: the first stage takes ``FIRST_BAND_HOPS`` (scaled with α); each later one moves H by the
+hops over which the band's scores fall from the layer's residual to the band's own (their rate per
+hop measured in the band), so the two are about equal, plus ``BAND_MARGIN_HOPS``. A band holding
+``WHOLE_FRACTION`` of the unresolved rows is widened to all of them (no layer, the solve of all
+unresolved rows as before bands: 10⁵ swiss-roll points and smaller graphs, the last stages).
 
 Cost: each stage costs its CG iterations on the band (one product with A_BB for all classes at once;
 κ(A_BB) ≤ (1+α)/(1−α); at α = 0.9 ~53 iterations for stage 1, ~20 for the later ones, which start
@@ -60,8 +62,8 @@ cut out A_BB and one O(n) indicator. A band holds the rows a stage resolves (~6 
 and those ~7 orders below them that bound its error, so a row is in ~2.3 bands, whatever the number
 of stages: on the swiss roll of tests/benchmarks/bench_label_propagation_scale.py (scores fall ~0.42
 orders of magnitude per hop, up to 138 hops from a label at 10⁶ points) Σ_stages |B|·iterations is
-64 n, 68 n and 66 n at 10⁵, 3·10⁵ and 10⁶ points (3, 7 and 11 stages), where solving every stage on
-all of U cost 64 n at 3·10⁵ and 104 n at 10⁶ (growing with the number of stages).
+64 n, 69 n and 66 n at 10⁵, 3·10⁵ and 10⁶ points (3, 7 and 11 stages), where solving every stage on
+all of U cost 64 n, 80 n and 104 n (3, 6 and 11 stages: growing with their number).
 """
 from __future__ import annotations
 
@@ -81,10 +83,15 @@ MAX_SOLVES = 10000
 """A guard: every stage resolves at least one row or widens its band, so more solves than this means a
 defect."""
 FIRST_BAND_HOPS = 32
-"""H of the first stage's band (the swiss roll at α = 0.9 needs ~31: 13 orders of magnitude)."""
+"""H of the first stage's band at α = 0.9, scaled by √(0.1/(1 − α)) for other α (the length over which
+a random walk stopped with probability 1 − α per step spreads: at α = 0.99 102 hops). The swiss roll
+at α = 0.9 needs ~31 for 13 orders of magnitude."""
 BAND_MARGIN_HOPS = 1
 """Hops added to the band width that makes the layer's residual equal to the band's."""
 MIN_BAND_HOPS = 2
+WHOLE_FRACTION = 0.9
+"""A band holding this fraction of the unresolved rows is widened to all of them (a few rows left out
+would leak into the bound at the cost of a narrow band's, for no saving)."""
 
 
 @dataclass(frozen=True)
@@ -129,7 +136,7 @@ class ResolvedScores:
 
 
 def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, *, resolution: float = RESOLUTION,
-            stage_rtol: float = STAGE_RTOL, first_hops: int = FIRST_BAND_HOPS, progress=None) -> ResolvedScores:
+            stage_rtol: float = STAGE_RTOL, first_hops: int | None = None, progress=None) -> ResolvedScores:
     """Solve (I − αS) F = B, every row resolved to ``resolution`` (see the module docstring).
 
     Parameters
@@ -140,8 +147,9 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, 
     B : (n, C) array, ≥ 0
     weights : (n,) array
         v > 0 with S v ≤ v (for S = D^{-1/2} W D^{-1/2}: v = √d, and 1 on isolated rows).
-    first_hops : int
-        H of the first stage's band (later ones adapt; the bound holds for any H ≥ 0).
+    first_hops : int, optional
+        H of the first stage's band (default: from ``FIRST_BAND_HOPS`` and α; later ones adapt; the
+        bound holds for any H ≥ 0).
     progress : callable, optional
         Called as progress(fraction of rows resolved, message) after every CG iteration (the fraction at
         least 1/n, so a progress line shows stage 1's iterations too).
@@ -155,14 +163,18 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, 
     resolved = np.zeros(n, bool)
     previous = (np.zeros(0, dtype=np.int64), np.zeros((0, C)), 0.0)  # the last solve's unresolved rows, iterate, scale
     visited = np.zeros(n, bool)  # scratch of the breadth-first search: resolved rows and the band so far
+    stamp = np.zeros(n, dtype=np.int64)
     seeds = np.flatnonzero(B.any(axis=1))
-    hops = int(first_hops)
+    hops = int(first_hops) if first_hops is not None else int(np.ceil(FIRST_BAND_HOPS * np.sqrt(0.1 / (1 - alpha))))
     stages = iterations = row_iterations = truncated = solves = 0
     while seeds.size:
         if solves >= MAX_SOLVES:
             raise solvers.SolveError(f"the LGC solve did not resolve every row in {MAX_SOLVES} solves")
         solves += 1
-        band, level = _band(S, seeds, hops, visited)
+        band, level = _band(S, seeds, hops, visited, stamp)
+        left = n - int(np.count_nonzero(resolved))
+        if band.size >= WHOLE_FRACTION * left:  # nearly all that is left: all of it, no layer to leak into
+            band = np.flatnonzero(~resolved)
         S_BB, boundary, layer, coupling = _band_system(S, band, resolved)
         b, scale = _band_rhs(alpha, B[band], S, band, seeds, resolved, mantissa, log_scale)
         if scale is None:  # the rows left are exactly 0 (or below float64's range of the largest)
@@ -234,19 +246,25 @@ def _unresolved_neighbours(S, rows, resolved) -> np.ndarray:
     return np.unique(cols[~resolved[cols]])
 
 
-def _band(S, seeds, hops, visited):
+def _band(S, seeds, hops, visited, stamp):
     """The unresolved rows within ``hops`` steps of ``seeds`` through unresolved rows (sorted) and their
-    distance in steps. ``visited`` : (n,) True on the resolved rows (used as scratch, left so).
-    Cost O(nnz of the band's rows)."""
+    distance in steps. ``visited`` : (n,) True on the resolved rows, ``stamp`` : (n,) int; both scratch
+    (``visited`` is left as it was). Cost O(nnz of the band's rows)."""
     visited[seeds] = True
     parts, frontier = [seeds], seeds
     for _ in range(hops):
-        cols = S[frontier].indices
+        starts = S.indptr[frontier]
+        counts = S.indptr[frontier + 1] - starts
+        entries = np.repeat(starts - (np.cumsum(counts) - counts), counts)
+        entries += np.arange(entries.size)
+        cols = S.indices[entries]
         cols = cols[~visited[cols]]
         if not cols.size:
             break
-        frontier = np.unique(cols)
-        visited[frontier] = True
+        visited[cols] = True
+        first = np.arange(cols.size)
+        stamp[cols] = first  # one of the positions of each row wins: the rows without repeats
+        frontier = cols[stamp[cols] == first]
         parts.append(frontier)
     band = np.concatenate(parts)
     visited[band] = False
@@ -303,7 +321,7 @@ def _next_hops(level, height, residual, leak, hops) -> int:
     profile = np.zeros(int(level.max(initial=0)) + 1)
     np.maximum.at(profile, level, np.maximum(height, 0.0))
     positive = np.flatnonzero(profile > 0)
-    low, high = positive[positive.size // 2], positive[-1]
+    low, high = (positive[positive.size // 2], positive[-1]) if positive.size else (0, 0)
     if not (leak > 0 and high > low and profile[high] < profile[low]):
         return 2 * hops if leak > residual else hops
     per_hop = (np.log(profile[low]) - np.log(profile[high])) / (high - low)
