@@ -350,22 +350,22 @@ def lgc_solution(W, labeled, Y_l, alpha: float, progress=None) -> resolved.Resol
 
     Below ``solvers.ITERATIVE_MIN_ROWS`` rows a sparse LU (accurate entry by entry: the substitutions
     with an M-matrix's factors add non-negative terms only); above, the magnitude stages of `resolved`
-    (CG on the operator P ↦ P − αSP, never formed, with S in reverse Cuthill–McKee order so each
-    product reads nearby rows). progress : progress(fraction, message), per CG iteration.
+    (CG on the rows near the resolved ones, with W put in reverse Cuthill–McKee order before S is
+    built from it, so each product and the normalisation read nearby rows). progress :
+    progress(fraction, message), per CG iteration.
     """
     W = sp.csr_matrix(W)
     n = W.shape[0]
     lab, _ = _split(n, labeled)
     Y = np.zeros((n, Y_l.shape[1]))
     Y[lab] = Y_l
-    S = normalized_adjacency(W)
     if n < solvers.ITERATIVE_MIN_ROWS:
-        F = (1 - alpha) * solvers.DirectSolver(sp.identity(n) - alpha * S).solve(Y)
+        F = (1 - alpha) * solvers.DirectSolver(sp.identity(n) - alpha * normalized_adjacency(W)).solve(Y)
         return resolved.ResolvedScores(F, np.zeros(n), 0, 0, 0.0)
+    order, W = solvers.locality_order(W)  # S in this order is the same as S put in it, built from nearby rows
     d = degrees(W)
     v = np.where(d > 0, np.sqrt(d), 1.0)  # S v = v (v = 1 on isolated rows, where S is 0)
-    order, S = solvers.locality_order(S)
-    ordered = resolved.resolve(S, alpha, Y[order], v[order], progress=progress)
+    ordered = resolved.resolve(normalized_adjacency(W), alpha, Y[order], v, progress=progress)
     mantissa, log_scale = np.empty_like(ordered.mantissa), np.empty(n)
     mantissa[order], log_scale[order] = ordered.mantissa, ordered.log_scale + np.log1p(-alpha)
     return dataclasses.replace(ordered, mantissa=mantissa, log_scale=log_scale)

@@ -14,22 +14,34 @@ so for resolved rows R and the rest U
 
 .. math:: F_U = A_{UU}^{-1}\\,(B_U + \\alpha S_{UR} F_R),\\qquad A_{UU}^{-1} \\ge 0,\\ \\alpha S_{UR} \\ge 0,
 
-a Dirichlet problem on U whose data are the resolved scores. Each stage scales its right-hand
-side to a largest entry of 1 (the scale is kept as a logarithm per row, ``log_scale``, so nothing
-underflows), runs CG from the previous stage's iterate to an absolute residual
-``STAGE_RTOL``·max_c ‖b_c‖₂ and bounds every entry's error by its residual r = b − A_UU x: with
-v > 0 such that S v ≤ v (v = D^{1/2}1 for S = D^{-1/2}WD^{-1/2}: S v = v), S_UU v_U ≤ v_U, so
-‖(I − αS_UU)⁻¹‖ ≤ 1/(1 − α) in the norm max_i |x_i|/v_i and
+a Dirichlet problem on U whose data are the resolved scores. Its right-hand side is non-zero only on
+the *seeds*, the rows of U labelled or next to a resolved row. Each stage scales it to a largest
+entry of 1 (the scale is kept as a logarithm per row, ``log_scale``, so nothing underflows) and
+solves it on a *band* only: the rows of U within H hops of the seeds through U (a breadth-first
+search), B; the rest of U, F, is left at 0 — its scores lie many orders of magnitude below the
+band's (~0.42 orders per hop on the swiss roll), which a stage cannot resolve anyway. CG runs on
+A_BB from the previous stage's iterate to an absolute residual ``STAGE_RTOL``·max_c ‖b_c‖₂.
 
-.. math:: |x_i - x^*_i| \\le e_i = \\frac{v_i}{1-\\alpha}\\,\\max_j \\frac{|r_j|}{v_j}
+Error bound. The band's iterate x̃_B, extended by 0 on F, is an approximate solution of the whole
+Dirichlet problem on U; its residual is r_B = b_B − A_BB x̃_B on the band and r_F = αS_FB x̃_B on F
+(b_F = 0: F holds no seed), non-zero only on the *layer* of F next to the band. With v > 0 such that
+S v ≤ v (v = D^{1/2}1 for S = D^{-1/2}WD^{-1/2}: S v = v), S_UU v_U ≤ v_U, so
+‖(I − αS_UU)⁻¹‖ ≤ 1/(1 − α) in the norm max_i |x_i|/v_i, and for every row i of U
 
-(|r_j| bounded with the rounding of its own evaluation, γ(|b| + |x| + αS|x|), γ = (row length + 3)·ε).
-Rows whose largest entry is at least e_i / ``RESOLUTION`` are resolved — their scores are known to
-within ``RESOLUTION`` of their largest — and leave U; the next stage solves the rest, whose scores
-lie below that level, on its own scale. Stage 1 is the whole system (U = all rows). Every stage
-resolves at least the row of its largest right-hand side (A_UU⁻¹ ≥ I entrywise, so x ≥ b), and the
-solve ends when U is empty or its right-hand side is exactly 0 (rows no label reaches: their scores
-are exactly 0).
+.. math:: |x_i - x^*_i| \\le e_i = \\frac{v_i}{1-\\alpha}\\,\\max_{j \\in U} \\frac{|r_j|}{v_j}
+
+(|r_j| bounded with the rounding of its own evaluation: γ(|b| + |x| + αS|x|) on the band, a factor
+1 + γ on the layer, γ = (row length + 3)·ε). This is the discrete maximum principle of the
+random-walk variables h = x/v: D_v⁻¹ S_UU D_v is substochastic, so what the band leaves out (the
+scores of F and their feedback into the band) is bounded by the band's edge, through the layer's
+residual. It holds whatever H is; H only sets the cost: too narrow a band, and the layer's residual
+dominates e, fewer rows are resolved (and if none, the stage is solved again on a band twice as
+wide; a band that reaches every row of U it can leaves no layer). Rows whose largest entry is at
+least e_i / ``RESOLUTION`` are resolved — their scores are known to within ``RESOLUTION`` of their
+largest — and leave U; the next stage solves the rest, whose scores lie below that level, on its own
+scale. Every stage resolves at least the row of its largest right-hand side once the layer's residual
+is below it (A_BB⁻¹ ≥ I entrywise, so x ≥ b), and the solve ends when no seed is left (rows no label
+reaches: their scores are exactly 0).
 
 Error bound, relative to a row's score sum s_i = Σ_c F_ic: an error ≤ ε s in the data F_R gives
 an error ≤ ε s in F_U (A_UU⁻¹ αS_UR ≥ 0 maps s_R to the part of s_U fed by R), and each stage adds
@@ -37,13 +49,21 @@ an error ≤ ε s in F_U (A_UU⁻¹ αS_UR ≥ 0 maps s_R to the part of s_U fed
 one (``error_bound``). A row whose two largest scores differ by less than twice that is counted in
 ``uncertain_rows`` (its decision is as fragile in the exact solution).
 
-Cost: each stage costs its CG iterations (one product with S_UU for all classes at once; κ(A_UU) ≤
-(1+α)/(1−α); at α = 0.9 ~53 iterations for stage 1, ~20 for the later ones, which start from the
-previous stage's iterate) plus one pass over the rows U of S to split off S_UU and S_UR. Each stage
-resolves ~7 orders of magnitude, so the number of stages grows with the scores' range: on the swiss
-roll of tests/benchmarks/bench_label_propagation_scale.py (50 labels; scores fall ~0.42 orders of
-magnitude per hop, up to 138 hops from a label at 10⁶ points) 3, 6 and 11 stages at 10⁵, 3·10⁵ and
-10⁶ points, Σ_stages |U|·iterations = 64 n and 104 n.
+Band width: the first stage takes ``FIRST_BAND_HOPS`` (scaled with α); each later one moves H by the
+hops over which the band's scores fall from the layer's residual to the band's own (their rate per
+hop measured in the band), so the two are about equal, plus ``BAND_MARGIN_HOPS``. A band holding
+``WHOLE_FRACTION`` of the unresolved rows is widened to all of them (no layer, the solve of all
+unresolved rows as before bands: 10⁵ swiss-roll points and smaller graphs, the last stages).
+
+Cost: each stage costs its CG iterations on the band (one product with A_BB for all classes at once;
+κ(A_BB) ≤ (1+α)/(1−α); at α = 0.9 ~53 iterations for stage 1, ~20 for the later ones, which start
+from the previous stage's iterate) plus a breadth-first search, one pass over the band's rows of S to
+cut out A_BB and one O(n) indicator. A band holds the rows a stage resolves (~6 orders of magnitude)
+and those ~7 orders below them that bound its error, so a row is in ~2.3 bands, whatever the number
+of stages: on the swiss roll of tests/benchmarks/bench_label_propagation_scale.py (scores fall ~0.42
+orders of magnitude per hop, up to 138 hops from a label at 10⁶ points) Σ_stages |B|·iterations is
+64 n, 69 n and 66 n at 10⁵, 3·10⁵ and 10⁶ points (3, 7 and 11 stages), where solving every stage on
+all of U cost 64 n, 80 n and 104 n (3, 6 and 11 stages: growing with their number).
 """
 from __future__ import annotations
 
@@ -59,8 +79,19 @@ RESOLUTION = 1e-6
 STAGE_RTOL = 1e-13
 """Each stage's CG stops at an absolute residual of STAGE_RTOL × its largest right-hand-side column
 norm (near the rounding floor of float64: the smaller, the more orders of magnitude a stage resolves)."""
-MAX_STAGES = 10000
-"""A guard: every stage resolves at least one row, so more stages than this means a defect."""
+MAX_SOLVES = 10000
+"""A guard: every stage resolves at least one row or widens its band, so more solves than this means a
+defect."""
+FIRST_BAND_HOPS = 32
+"""H of the first stage's band at α = 0.9, scaled by √(0.1/(1 − α)) for other α (the length over which
+a random walk stopped with probability 1 − α per step spreads: at α = 0.99 102 hops). The swiss roll
+at α = 0.9 needs ~31 for 13 orders of magnitude."""
+BAND_MARGIN_HOPS = 1
+"""Hops added to the band width that makes the layer's residual equal to the band's."""
+MIN_BAND_HOPS = 2
+WHOLE_FRACTION = 0.9
+"""A band holding this fraction of the unresolved rows is widened to all of them (a few rows left out
+would leak into the bound at the cost of a narrow band's, for no saving)."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +109,10 @@ class ResolvedScores:
     error_bound: float
     """K·δ/(1−δ) after K stages: every score is within this fraction of its row's score sum of the
     exact one."""
+    row_iterations: int = 0
+    """Σ over the CG solves of band rows × iterations (the work; n × iterations without bands)."""
+    truncated: int = 0
+    """CG solves whose band left out rows of U next to it (their layer's residual entered the bound)."""
 
     @property
     def scores(self) -> np.ndarray:
@@ -101,7 +136,7 @@ class ResolvedScores:
 
 
 def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, *, resolution: float = RESOLUTION,
-            stage_rtol: float = STAGE_RTOL, progress=None) -> ResolvedScores:
+            stage_rtol: float = STAGE_RTOL, first_hops: int | None = None, progress=None) -> ResolvedScores:
     """Solve (I − αS) F = B, every row resolved to ``resolution`` (see the module docstring).
 
     Parameters
@@ -112,6 +147,9 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, 
     B : (n, C) array, ≥ 0
     weights : (n,) array
         v > 0 with S v ≤ v (for S = D^{-1/2} W D^{-1/2}: v = √d, and 1 on isolated rows).
+    first_hops : int, optional
+        H of the first stage's band (default: from ``FIRST_BAND_HOPS`` and α; later ones adapt; the
+        bound holds for any H ≥ 0).
     progress : callable, optional
         Called as progress(fraction of rows resolved, message) after every CG iteration (the fraction at
         least 1/n, so a progress line shows stage 1's iterations too).
@@ -123,98 +161,179 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, 
     mantissa = np.zeros((n, C))
     log_scale = np.zeros(n)
     resolved = np.zeros(n, bool)
-    U = np.arange(n)
-    x0 = None
-    previous_scale = 0.0
-    iterations = stage = 0
-    while U.size:
-        if stage >= MAX_STAGES:
-            raise solvers.SolveError(f"the LGC solve did not resolve every row in {MAX_STAGES} stages")
-        S_UU, S_UR = (S, None) if U.size == n else _split_rows(S, U, ~resolved)
-        b, scale = _stage_rhs(alpha, B[U], S_UR, mantissa, log_scale)
-        if scale is None:  # no label reaches the rows left: their scores are exactly 0
+    previous = (np.zeros(0, dtype=np.int64), np.zeros((0, C)), 0.0)  # the last solve's unresolved rows, iterate, scale
+    visited = np.zeros(n, bool)  # scratch of the breadth-first search: resolved rows and the band so far
+    stamp = np.zeros(n, dtype=np.int64)
+    seeds = np.flatnonzero(B.any(axis=1))
+    hops = int(first_hops) if first_hops is not None else int(np.ceil(FIRST_BAND_HOPS * np.sqrt(0.1 / (1 - alpha))))
+    stages = iterations = row_iterations = truncated = solves = 0
+    while seeds.size:
+        if solves >= MAX_SOLVES:
+            raise solvers.SolveError(f"the LGC solve did not resolve every row in {MAX_SOLVES} solves")
+        solves += 1
+        band, level = _band(S, seeds, hops, visited, stamp)
+        left = n - int(np.count_nonzero(resolved))
+        if band.size >= WHOLE_FRACTION * left:  # nearly all that is left: all of it, no layer to leak into
+            band = np.flatnonzero(~resolved)
+        S_BB, boundary, layer, coupling = _band_system(S, band, resolved)
+        b, scale = _band_rhs(alpha, B[band], S, band, seeds, resolved, mantissa, log_scale)
+        if scale is None:  # the rows left are exactly 0 (or below float64's range of the largest)
             break
 
-        def operator(P, S_UU=S_UU):
-            AP = S_UU @ P
-            AP *= -alpha
+        S_BB.data *= -alpha  # −αS_BB: one pass less per product
+
+        def operator(P, M=S_BB):
+            AP = M @ P
             AP += P
             return AP
 
-        def report(it, residual, goal, stage=stage, done=int(resolved.sum())):
+        def report(it, residual, goal, stage=stages, done=int(resolved.sum()), size=band.size):
             if progress is not None:
-                progress(max(done, 1) / n, f"stage {stage + 1}: CG iteration {it}, residual {residual:.1e} "
-                                           f"(goal {goal:.1e}); {done:,}/{n:,} rows resolved")
+                progress(max(done, 1) / n, f"stage {stage + 1}: CG iteration {it} on {size:,} rows, residual "
+                                           f"{residual:.1e} (goal {goal:.1e}); {done:,}/{n:,} rows resolved")
 
         goal = stage_rtol * float(np.linalg.norm(b, axis=0).max())
         cg = solvers.ConjugateGradients(operator, None, rtol=0.0, atol=goal, callback=report)
-        if x0 is not None:
-            x0 *= np.exp(previous_scale - scale)
+        x0 = _warm_start(band, *previous, scale)
         X = cg.solve(b, x0)
         iterations += cg.iterations
-        # |x − x*| ≤ v · max_j |r_j| / v_j / (1 − α) entrywise: ‖(I − αS_UU)⁻¹‖ ≤ 1/(1 − α) in the
-        # norm max_i |x_i| / v_i, since S_UU v_U ≤ (S v)_U ≤ v_U
-        vU = v[U]
-        error = vU * (float(np.max(_residual_bound(S_UU, alpha, b, X) / vU[:, None])) / (1 - alpha))
-        done = X.max(axis=1) >= error / resolution
+        row_iterations += cg.iterations * band.size
+        vB = v[band]
+        band_residual = residual = float(np.max(_residual_bound(S_BB, b, X) / vB[:, None]))
+        if layer.size:  # x̃ extended by 0: the rows just outside the band get the residual α S_FB x̃_B
+            truncated += 1
+            gamma = (np.diff(coupling.indptr).max() + 3) * np.finfo(float).eps
+            leak = alpha * (coupling @ np.abs(X[boundary])) * (1 + gamma)
+            leak_h = float(np.max(leak / v[layer][:, None]))
+            residual = max(residual, leak_h)
+        error = residual / (1 - alpha)
+        top = X.max(axis=1)
+        done = top >= vB * error / resolution
         if not done.any():
-            raise solvers.SolveError(f"stage {stage + 1} of the LGC solve resolved no row (error bound up to "
-                                     f"{error.max():.1e} of a largest score ≥ 1); the rounding floor is above "
-                                     f"{resolution:g}")
-        rows = U[done]
-        mantissa[rows] = X[done]
-        log_scale[rows] = scale
-        resolved[rows] = True
-        U, x0, previous_scale = U[~done], X[~done], scale
-        stage += 1
+            if not layer.size:
+                raise solvers.SolveError(f"stage {stages + 1} of the LGC solve resolved no row (error bound up to "
+                                         f"{error * vB.max():.1e} of a largest score ≥ 1); the rounding floor is "
+                                         f"above {resolution:g}")
+            previous = (band, X, scale)
+            hops = max(2 * hops, _next_hops(level, top / vB, band_residual, leak_h, hops))
+            continue
+        rows = band[done]
+        mantissa[rows], log_scale[rows], resolved[rows], visited[rows] = X[done], scale, True, True
+        previous = (band[~done], X[~done], scale)
+        seeds = np.union1d(seeds[~resolved[seeds]], _unresolved_neighbours(S, rows, resolved))
+        if layer.size:
+            hops = _next_hops(level, top / vB, band_residual, leak_h, hops)
+        stages += 1
     if progress is not None:
-        progress(1.0, f"{stage} stages, {iterations} CG iterations")
-    return ResolvedScores(mantissa, log_scale, stage, iterations, stage * resolution / (1 - resolution))
+        progress(1.0, f"{stages} stages, {iterations} CG iterations")
+    return ResolvedScores(mantissa, log_scale, stages, iterations, stages * resolution / (1 - resolution),
+                          row_iterations, truncated)
 
 
-def _residual_bound(S_UU, alpha, b, X) -> np.ndarray:
-    """|b − (I − αS_UU) X| entrywise, plus a bound on the rounding of its evaluation in float64
-    (γ(|b| + |X| + αS_UU|X|), γ = (longest row + 3)·ε, the error bound of a dot product)."""
-    absX = np.abs(X)
-    r = np.abs(b - X + alpha * (S_UU @ X))
-    gamma = (np.diff(S_UU.indptr).max(initial=0) + 3) * np.finfo(float).eps
-    r += gamma * (np.abs(b) + absX + alpha * (S_UU @ absX))
-    return r
+def _warm_start(band, rows, X, scale, new_scale):
+    """The iterate X of ``rows`` (at ``scale``) on the rows of ``band`` (at ``new_scale``), 0 on the others."""
+    x0 = np.zeros((band.size, X.shape[1]))
+    factor = np.exp(min(scale - new_scale, 700.0))
+    at = np.minimum(np.searchsorted(band, rows), band.size - 1)
+    found = band[at] == rows if band.size else np.zeros(rows.size, bool)
+    x0[at[found]] = X[found] * factor
+    return x0
 
 
-def _split_rows(S: sp.csr_matrix, U: np.ndarray, in_U: np.ndarray) -> tuple[sp.csr_matrix, sp.csr_matrix]:
-    """The rows U of S in two parts, one pass over them: S_UU (|U|, |U|) and the rest (|U|, n), whose
-    columns outside U keep their ids. O(nnz of the rows U)."""
-    rows = S[U]
-    keep = in_U[rows.indices]
-    kept_before = np.zeros(keep.size + 1, dtype=np.int64)
-    np.cumsum(keep, out=kept_before[1:])
-    indptr_UU = kept_before[rows.indptr]  # entries of each row kept, counted from the start
-    position = np.cumsum(in_U) - 1
-    S_UU = sp.csr_matrix((rows.data[keep], position[rows.indices[keep]], indptr_UU), shape=(U.size, U.size))
-    rest = ~keep
-    S_UR = sp.csr_matrix((rows.data[rest], rows.indices[rest], rows.indptr - indptr_UU), shape=(U.size, S.shape[0]))
-    return S_UU, S_UR
+def _unresolved_neighbours(S, rows, resolved) -> np.ndarray:
+    """The unresolved rows next to ``rows`` (sorted)."""
+    cols = S[rows].indices
+    return np.unique(cols[~resolved[cols]])
 
 
-def _stage_rhs(alpha, B_U, S_UR, mantissa, log_scale):
-    """The right-hand side B_U + αS_UR F_R of the rows left, scaled to a largest entry of 1, and its
-    scale (natural log); (None, None) when it is exactly 0. S_UR None: stage 0 (nothing resolved)."""
-    labelled = bool(B_U.any())  # rows of B ≠ 0 resolve in stage 0 (x ≥ b), unless B spans > 1/δ
-    if S_UR is None:
-        top = float(B_U.max()) if labelled else 0.0
-        return (B_U / top, float(np.log(top))) if top > 0 else (None, None)
-    touching = np.unique(S_UR.indices)  # the resolved rows next to U
+def _band(S, seeds, hops, visited, stamp):
+    """The unresolved rows within ``hops`` steps of ``seeds`` through unresolved rows (sorted) and their
+    distance in steps. ``visited`` : (n,) True on the resolved rows, ``stamp`` : (n,) int; both scratch
+    (``visited`` is left as it was). Cost O(nnz of the band's rows)."""
+    visited[seeds] = True
+    parts, frontier = [seeds], seeds
+    for _ in range(hops):
+        starts = S.indptr[frontier]
+        counts = S.indptr[frontier + 1] - starts
+        entries = np.repeat(starts - (np.cumsum(counts) - counts), counts)
+        entries += np.arange(entries.size)
+        cols = S.indices[entries]
+        cols = cols[~visited[cols]]
+        if not cols.size:
+            break
+        visited[cols] = True
+        first = np.arange(cols.size)
+        stamp[cols] = first  # one of the positions of each row wins: the rows without repeats
+        frontier = cols[stamp[cols] == first]
+        parts.append(frontier)
+    band = np.concatenate(parts)
+    visited[band] = False
+    distance = np.repeat(np.arange(len(parts)), [part.size for part in parts])
+    order = np.argsort(band)
+    return band[order], distance[order]
+
+
+def _band_system(S, band, resolved):
+    """The rows and columns ``band`` (sorted) of S, S_BB, and its coupling to the unresolved rows outside
+    the band: ``boundary`` (|B|,) bool, the band rows next to them; ``layer``, those rows (sorted);
+    ``coupling`` (|layer|, boundary rows), S_FB's non-zero part. O(nnz of the band's rows) plus one O(n)
+    indicator."""
+    rows = S[band]
+    outside = ~resolved
+    outside[band] = False
+    boundary = rows @ outside.astype(float) > 0
+    edge = rows[boundary]
+    keep = outside[edge.indices]
+    layer, column = np.unique(edge.indices[keep], return_inverse=True)
+    row = np.repeat(np.arange(edge.shape[0]), np.diff(edge.indptr))[keep]
+    coupling = sp.csr_matrix((edge.data[keep], (column, row)), shape=(layer.size, edge.shape[0]))
+    return rows[:, band], boundary, layer, coupling
+
+
+def _band_rhs(alpha, B_band, S, band, seeds, resolved, mantissa, log_scale):
+    """B_B + αS_BR F_R scaled to a largest entry of 1, and its scale (natural log); (None, None) if 0.
+    Only the seeds (the band rows labelled or next to resolved rows) have a non-zero entry."""
+    rows = S[seeds]
+    to_resolved = resolved[rows.indices]
+    touching, column = np.unique(rows.indices[to_resolved], return_inverse=True)
+    row = np.repeat(np.arange(seeds.size), np.diff(rows.indptr))[to_resolved]
+    S_sR = sp.csr_matrix((rows.data[to_resolved], (row, column)), shape=(seeds.size, touching.size))
+    labelled = bool(B_band.any())
     if not touching.size and not labelled:
         return None, None
     reference = float(max(log_scale[touching].max(initial=-np.inf), 0.0 if labelled else -np.inf))
-    F_R = np.zeros_like(mantissa)
+    b = np.zeros_like(B_band)
     with np.errstate(under="ignore"):
-        F_R[touching] = mantissa[touching] * np.exp(log_scale[touching] - reference)[:, None]
-        b = alpha * (S_UR @ F_R)
+        F_R = mantissa[touching] * np.exp(log_scale[touching] - reference)[:, None]
+        b[np.searchsorted(band, seeds)] = alpha * (S_sR @ F_R)
         if labelled:
-            b += B_U * np.exp(-reference)
+            b += B_band * np.exp(-reference)
     top = float(b.max())
     if not top > 0:
         return None, None
     return b / top, reference + float(np.log(top))
+
+
+def _next_hops(level, height, residual, leak, hops) -> int:
+    """Hops for the next band: this band's, moved by as many hops as it takes the scores to fall (or rise)
+    from the leak to the band's own residual at the rate they fall per hop in this band (its largest
+    h = x / v per hop ``level``), so that the leak stays about the size of the residual."""
+    profile = np.zeros(int(level.max(initial=0)) + 1)
+    np.maximum.at(profile, level, np.maximum(height, 0.0))
+    positive = np.flatnonzero(profile > 0)
+    low, high = (positive[positive.size // 2], positive[-1]) if positive.size else (0, 0)
+    if not (leak > 0 and high > low and profile[high] < profile[low]):
+        return 2 * hops if leak > residual else hops
+    per_hop = (np.log(profile[low]) - np.log(profile[high])) / (high - low)
+    move = np.log(leak / residual) / per_hop
+    return int(np.clip(np.ceil(hops + move) + BAND_MARGIN_HOPS, max(hops // 2, MIN_BAND_HOPS), 2 * hops))
+
+
+def _residual_bound(M, b, X) -> np.ndarray:
+    """|b − (I + M) X| entrywise for M = −αS_BB ≤ 0, plus a bound on the rounding of its evaluation in
+    float64 (γ(|b| + |X| + |M||X|), γ = (longest row + 3)·ε, the error bound of a dot product)."""
+    absX = np.abs(X)
+    r = np.abs(b - X - M @ X)
+    gamma = (np.diff(M.indptr).max(initial=0) + 3) * np.finfo(float).eps
+    r += gamma * (np.abs(b) + absX - M @ absX)
+    return r

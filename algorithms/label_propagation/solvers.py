@@ -94,10 +94,17 @@ def cg_progress(progress):
 
 
 def locality_order(A: sp.spmatrix) -> tuple[np.ndarray, sp.csr_matrix]:
-    """The reverse Cuthill–McKee order of the symmetric A and A in it (Π A Πᵀ, CSR), O(nnz)."""
+    """The reverse Cuthill–McKee order of the symmetric A and A in it (Π A Πᵀ, CSR), O(nnz).
+
+    Π A Πᵀ is the rows in ``order`` with every column index mapped through the inverse permutation
+    (one gather; the entries of each row keep their order, as scipy's A[order][:, order] does, whose
+    general column indexing cost ~4× more on a 10⁶-row kNN graph in arbitrary order)."""
     A = sp.csr_matrix(A)
     order = reverse_cuthill_mckee(A, symmetric_mode=True)
-    return order, sp.csr_matrix(A[order][:, order])
+    rows = A[order]
+    position = np.empty(A.shape[0], dtype=rows.indices.dtype)
+    position[order] = np.arange(A.shape[0], dtype=rows.indices.dtype)
+    return order, sp.csr_matrix((rows.data, position[rows.indices], rows.indptr), shape=A.shape)
 
 
 class Reordered:

@@ -5,7 +5,7 @@ Problem: the swiss roll of bench_label_propagation.py (4 classes on the manifold
 k = 10, RBF weights, union-symmetrised; `malt.numerics.graphs`), α = 0.9 for lgc.
 
 Each (method, size) runs in a fresh subprocess (its own peak memory) with one BLAS thread:
-  * ours — lgc: `methods.lgc_solution` (magnitude stages, every row resolved); gf:
+  * ours — lgc: `methods.lgc_solution` (magnitude stages on bands, every row resolved); gf:
     `methods.gaussian_fields` (multigrid CG to the default relative residual);
   * normwise (lgc only): one CG solve stopped at relative residual 1e-8, the solve before issue 36;
   * direct — the reference: a sparse LU (SuperLU, scipy.sparse.linalg.splu) of I − αS (lgc) or
@@ -15,7 +15,9 @@ Each (method, size) runs in a fresh subprocess (its own peak memory) with one BL
 Printed per row: CPU seconds of the solve (process time; the kNN graph is built before the clock
 starts and printed apart), test error on the unlabelled points against the generating classes,
 decisions that differ from the direct solve's (the number of rows), and for lgc the stages, CG
-iterations and the rows whose two top scores lie within the solve's error bound; peak RSS. Slopes are
+iterations, Σ band rows × CG iterations / n (rows·it/n: the work, which grew with the number of
+stages while every stage solved all unresolved rows) and the rows whose two top scores lie within the
+solve's error bound; peak RSS. Slopes are
 least-squares fits of log CPU seconds on log n. Timings are printed, never asserted.
 
     nice -n 10 python tests/benchmarks/bench_label_propagation_scale.py [--sizes 100000,300000,1000000]
@@ -89,8 +91,8 @@ def one(kind: str, method: str, n: int, seed: int, out: Path) -> dict:
     else:
         def solve():
             solution = m.lgc_solution(W, lab, Yl, ALPHA)
-            res.update(stages=solution.stages, iterations=solution.iterations,
-                       uncertain=solution.uncertain_rows, bound=solution.error_bound)
+            res.update(stages=solution.stages, iterations=solution.iterations, uncertain=solution.uncertain_rows,
+                       bound=solution.error_bound, row_iterations=solution.row_iterations / n)
             return solution.labels
     labels, res["cpu"] = timed(solve, time.process_time, REPEAT_SECONDS)
     if kind == "gf" and method == "ours":
@@ -99,6 +101,10 @@ def one(kind: str, method: str, n: int, seed: int, out: Path) -> dict:
     res["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     np.save(out, labels)
     return res
+
+
+def _per_row(value) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 def run(kind: str, method: str, n: int, seed: int, folder: Path) -> dict:
@@ -144,14 +150,14 @@ def main():
     print(f"\nswiss roll (seed {a.seed}), 50 labelled points, k = 10, α = {ALPHA}; BLAS threads: {THREADS}; CPU s = "
           f"median of up to {REPEATS} solves (graph excluded); floor: one product W @ Y (n × 4), reverse Cuthill–McKee order")
     print(f"{'kind':>5} {'method':>9} {'n':>9} {'graph s':>8} {'CPU s':>8} {'test err':>9} {'≠ direct':>9} "
-          f"{'stages':>6} {'CG it':>6} {'uncertain':>9} {'peak MB':>8}")
+          f"{'stages':>6} {'CG it':>6} {'rows·it/n':>9} {'uncertain':>9} {'peak MB':>8}")
     for r in ok:
         if r["kind"] == "floor":
             print(f"{r['kind']:>5} {r['method']:>9} {r['n']:>9,} {r['graph_cpu']:8.1f} {r['cpu']:8.4f}")
             continue
         print(f"{r['kind']:>5} {r['method']:>9} {r['n']:>9,} {r['graph_cpu']:8.1f} {r['cpu']:8.2f} {r['test_error']:9.4f} "
               f"{r.get('differ', '-'):>9} {r.get('stages', '-'):>6} {r.get('iterations', '-'):>6} "
-              f"{r.get('uncertain', '-'):>9} {r['peak_mb']:8.0f}")
+              f"{_per_row(r.get('row_iterations')):>9} {r.get('uncertain', '-'):>9} {r['peak_mb']:8.0f}")
     for r in rows:
         if "failed" in r:
             print(f"{r['kind']} {r['method']} {r['n']}: failed: {r['failed']}")
