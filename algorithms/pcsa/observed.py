@@ -60,7 +60,8 @@ class Packing:
 
     def outer(self, mean: np.ndarray, packed: np.ndarray | None = None) -> np.ndarray:
         """μ μᵀ (+ ``packed``) of every row of ``mean`` (n, d), packed (n, p)."""
-        out = mean[:, self.up] * mean[:, self.lo]
+        out = np.take(mean, self.up, axis=1)         # np.take keeps rows contiguous (mean[:, up] would be
+        out *= np.take(mean, self.lo, axis=1)        # column-major, and the sparse products copy such operands)
         if packed is not None:
             out += packed
         return out
@@ -387,7 +388,7 @@ def pcsa_observed_fit(rows, cols, x, shape, *, d1=20, d2=20, prior="ard", biases
         dead = np.r_[np.zeros(o, bool), energy < PRUNE * energy.max(initial=0), np.zeros(o, bool)]
         if dead.any():
             keep = ~dead
-            U, V, H = U[:, keep], V[:, keep], H[:, Packing(d).sub(keep)]
+            U, V, H = U[:, keep], V[:, keep], np.take(H, Packing(d).sub(keep), axis=1)
             s_mean, f_mean = s_mean[keep[A_]], f_mean[keep[B_]]
             s_v, f_v = np.atleast_1d(s_v)[keep[A_]], np.atleast_1d(f_v)[keep[B_]]
             pruned += dead[A_].sum() + dead[B_].sum()
