@@ -182,3 +182,4 @@ def test_exposure_scores_span_popularity_and_the_predicted_ratings():
     np.testing.assert_array_equal(np.argsort(-steep, axis=1), np.argsort(-Fit.table, axis=1))
     half = exposure_scores(Fit(), rows, cols, x, 5, 0.5)(r)
     np.testing.assert_allclose(half, pop + 0.5 * (Fit.table - x.mean()) / x.std())
+
