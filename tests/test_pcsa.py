@@ -138,7 +138,7 @@ def test_observed_factor_update_is_the_per_row_gaussian_posterior():
     """One coordinate update of the observed-entry inference: for each row, Σ⁻¹ = diag(λ) + τ Σ_j⟨v vᵀ⟩
     and μ = τ Σ (Σ_j x_ij ν_j − Σ_j ⟨v_free v_const⟩), written out row by row."""
     import scipy.sparse as sp
-    from malt.algorithms.pcsa.observed import _factor_update
+    from malt.algorithms.pcsa.observed import Packing, _factor_update
     rng = np.random.default_rng(6)
     n, m, d = 6, 9, 4
     X = sp.random(n, m, density=0.5, random_state=1, format="csr")
@@ -147,7 +147,9 @@ def test_observed_factor_update_is_the_per_row_gaussian_posterior():
     S = rng.standard_normal((m, d, d)) * 0.1
     S = S @ np.transpose(S, (0, 2, 1)); S[:, -1, :] = 0; S[:, :, -1] = 0
     prec, tau = np.array([2.0, 1.0, 0.5, 1.0]), 1.7
-    mu, C, logdet, _ = _factor_update(X, pat, V, S, prec, tau, slice(0, d - 1), d - 1)
+    pk = Packing(d)
+    mu, C, logdet, _ = _factor_update(X, pat, V, S[:, pk.up, pk.lo], prec, tau, slice(0, d - 1), d - 1)
+    C = pk.unpack(C)
     for i in range(n):
         o = X[i].indices
         E = V[o][:, :, None] * V[o][:, None, :] + S[o]
