@@ -22,7 +22,8 @@ wall time grows with the load. Printed:
    (n = m = nnz / 20) from 10⁵ to 10⁷ ratings, every matrix model with select='none' (one fit, the protocol
    fixed across sizes): the slope of log CPU against log nnz (goal ≤ 1.2), over all sizes and between the last two
    (where the work no longer fits the caches; between 10⁵ and 10⁶ ratings a block of 110 vectors per row outgrows
-   a 32 MiB L3 and the same sparse product costs ~28× for 10× the entries).
+   a 32 MiB L3 and the same sparse product costs ~28× for 10× the entries). The first row, ``floor R X``, is that
+   product alone (`floor_cpu`), measured in the same run: the machine's slope for a sweep over the ratings.
 """
 from __future__ import annotations
 
@@ -161,10 +162,35 @@ def section_models(title, dataset, models, threads, refs=("baseline", "biased-mf
     return results
 
 
+FLOOR_COLUMNS = 110
+"""Columns of the floor's dense block: the Krylov blocks of `top_eigenpairs` at the default rank 100."""
+
+
+def floor_cpu(dataset: str) -> float:
+    """CPU seconds of one sparse product R X of the training ratings with a dense (m, 110) block, best of three:
+    the least a sweep over the ratings costs, whose growth with size is the machine's (caches and TLB stop
+    holding the block), not a model's."""
+    from malt.tasks.ratings import RatingsParams, RatingsTask
+
+    train = RatingsTask().split(load(dataset), RatingsParams(), 0).train.tocsr()
+    X = np.random.default_rng(0).standard_normal((train.shape[1], FLOOR_COLUMNS))
+    best = float("inf")
+    for _ in range(3):
+        cpu = time.process_time()
+        train @ X
+        best = min(best, time.process_time() - cpu)
+    return best
+
+
 def section_growth(sizes, models, threads):
     print(f"\n== 5. growth of CPU seconds in nnz (synthetic, n = m = nnz/20, select='none'); goal: slope ≤ 1.2")
     print(f"{'algorithm':12s} " + " ".join(f"{s:>10.0e}" for s in sizes)
           + f" {'slope':>7s} {'last two':>9s} {'peak MiB at max':>16s}")
+    floor = [floor_cpu(f"synthetic:{int(max(nnz // 20, 50))},{int(max(nnz // 20, 50))},{int(nnz / 0.7)}")
+             for nnz in sizes]
+    last = np.polyfit(np.log(sizes[-2:]), np.log(floor[-2:]), 1)[0] if len(sizes) >= 2 else float("nan")
+    print(f"{'floor R X':12s} " + " ".join(f"{c:10.3f}" for c in floor)
+          + f" {np.polyfit(np.log(sizes), np.log(floor), 1)[0]:7.2f} {last:9.2f} {'(one product)':>16s}", flush=True)
     for name in models:
         params = {"select": "none"}
         points, peak = [], None
