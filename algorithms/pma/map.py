@@ -473,7 +473,8 @@ class PMAMap(Algorithm):
     tasks = frozenset({"missing", "multilabel", "ratings"})
     Params = MAPParams
     version = "10"  # v10 (ratings task, scalable path): Krylov blocks orthonormalised by Cholesky QR, the
-    # eigenbases equal to rounding (MovieLens-100K and FilmTrust RMSE unchanged to 1e-4); v9 (ratings task): matrices with a side above dense_limit take the scalable path, ranking fit
+    # eigenbases equal to rounding (MovieLens-100K and FilmTrust RMSE unchanged to 1e-4); v9 (ratings task):
+    # matrices with a side above dense_limit take the scalable path, ranking fit
     # centred or not and its signal chosen by recall@20 on the holdout; v8 (missing task): column mean, noise and
     # K1 chosen on training entries (missing.py); v7 (missing/multilabel): single-precision eigendecompositions at
     # the default tolerance; v6 (ratings task): sharpened moment kernels (kernel_power 3, shrink 300), bias

@@ -68,8 +68,8 @@ def top_eigenpairs(matmat: Callable[[np.ndarray], np.ndarray], size: int, rank: 
     Randomised block Krylov iteration with Rayleigh–Ritz (Musco & Musco, NIPS 2015, Alg. 2; Halko, Martinsson
     & Tropp, SIAM Rev. 2011 for the range finder): a seeded Gaussian block of b = rank + ``oversample``
     columns, the space [AΩ, A²Ω, …, A^q Ω] (q = ``blocks``) orthonormalised block by block
-    (`orthonormal_basis`), and the eigenpairs of A projected on it. Indefinite A is fine (both ends of the spectrum enter the space; the top
-    of it is kept). When q b ≥ size the space is everything and the answer is the exact eigendecomposition of
+    (`orthonormal_basis`), and the eigenpairs of A projected on it. Indefinite A is fine (both ends of the
+    spectrum enter the space; the top of it is kept). When q b ≥ size the space is everything and the answer is the exact eigendecomposition of
     A (the operator applied to the identity), so accuracy converges to exact as ``rank`` grows.
 
     Cost: 2q products of A with b vectors, O(size (q b)²) for the orthonormalisation, O((q b)³) for the small
