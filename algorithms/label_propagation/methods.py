@@ -43,10 +43,12 @@ def significant_pattern(A: sp.spmatrix) -> sp.csr_matrix:
     """The off-diagonal entries of A that count as edges: |a_ij| > SIGNIFICANT·√(a_ii a_jj), as a
     0/1 CSR matrix. O(nnz)."""
     A = sp.csr_matrix(A)
+    A.sum_duplicates()
     d = np.abs(A.diagonal())
-    C = A.tocoo()
-    keep = (C.row != C.col) & (np.abs(C.data) > SIGNIFICANT * np.sqrt(d[C.row] * d[C.col]))
-    return sp.csr_matrix((np.ones(keep.sum()), (C.row[keep], C.col[keep])), shape=A.shape)
+    rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+    keep = (rows != A.indices) & (np.abs(A.data) > SIGNIFICANT * np.sqrt(d[rows] * d[A.indices]))
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[keep], minlength=A.shape[0]))])
+    return sp.csr_matrix((np.ones(int(keep.sum())), A.indices[keep], indptr), shape=A.shape)  # no COO round trip
 
 
 def anchored(anchor: np.ndarray, d: np.ndarray) -> np.ndarray:
@@ -112,6 +114,12 @@ def gaussian_fields(W, labeled, Y_l, rtol: float | None = None, progress=None, d
     W = sp.csr_matrix(W)
     n = W.shape[0]
     lab, unl = _split(n, labeled)
+    order = None
+    if n >= solvers.ITERATIVE_MIN_ROWS:  # every O(nnz) pass below (connectivity, slicing, aggregation) reads
+        order, W = solvers.locality_order(W)  # nearby rows: a graph in arbitrary order misses the cache
+        position = np.empty(n, dtype=np.int64)
+        position[order] = np.arange(n)
+        lab, unl = _split(n, position[lab])
     F = np.zeros((n, Y_l.shape[1]))
     F[lab] = Y_l
     if unl.size:
@@ -121,7 +129,11 @@ def gaussian_fields(W, labeled, Y_l, rtol: float | None = None, progress=None, d
         F[unl] = solver.solve(np.asarray(Wul @ Y_l))
         if diagnostics is not None:
             diagnostics["cg_iterations"] = solver.iterations
-    return F
+    if order is None:
+        return F
+    out = np.empty_like(F)
+    out[order] = F
+    return out
 
 
 def embedding_lp(M, labeled, Y_l) -> np.ndarray:
