@@ -43,7 +43,9 @@ def significant_pattern(A: sp.spmatrix) -> sp.csr_matrix:
     """The off-diagonal entries of A that count as edges: |a_ij| > SIGNIFICANT·√(a_ii a_jj), as a
     0/1 CSR matrix. O(nnz)."""
     A = sp.csr_matrix(A)
-    A.sum_duplicates()
+    if not A.has_canonical_format:  # duplicates summed on a copy: the caller's matrix stays as it is
+        A = A.copy()
+        A.sum_duplicates()
     d = np.abs(A.diagonal())
     rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
     keep = (rows != A.indices) & (np.abs(A.data) > SIGNIFICANT * np.sqrt(d[rows] * d[A.indices]))
