@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,18 @@ return Array.from(document.images).map(function (img) {
 });
 """
 
+def _figures(browser, wait: float = 30.0) -> list[dict]:
+    """FIGURES once every image has loaded, or as they are after ``wait`` seconds: the report's images are
+    loading='lazy', so scrolling one into view starts its load and decode, which finish asynchronously
+    (on a loaded machine an image was still incomplete when read straight after the scroll)."""
+    deadline = time.monotonic() + wait
+    while True:
+        figures = browser.script(FIGURES)
+        if all(f["complete"] for f in figures) or time.monotonic() > deadline:
+            return figures
+        time.sleep(0.2)
+
+
 COLUMN = """
 var table = arguments[0] === null ? null : document.querySelectorAll("table.sortable")[arguments[0]];
 return Array.from(table.tBodies[0].rows).map(function (row) {
@@ -88,7 +101,7 @@ def test_report_loads_offline_sorts_and_shows_every_figure(page, tmp_path):
         browser.screenshot(shots / "report-top.png")
 
         # every figure is an inline PNG, decoded and laid out at a non-zero size
-        figures = browser.script(FIGURES)
+        figures = _figures(browser)
         assert len(figures) == 6  # 4 bar charts, a sweep over k, a CD diagram
         for figure in figures:
             assert figure["src"].startswith("data:image/png;base64")
