@@ -148,6 +148,51 @@ def test_moment_kernel_operator_equals_the_dense_moments_in_each_storage_mode(mo
         monkeypatch.undo()
 
 
+def dense_moment_kernel(rows, cols, resid, shape, axis, shrink):
+    Rm = sp.csr_matrix((resid, (rows, cols)), shape=shape).toarray()
+    Om = sp.csr_matrix((np.ones_like(resid), (rows, cols)), shape=shape).toarray()
+    if axis == 1:
+        Rm, Om = Rm.T, Om.T
+    K = (Rm.T @ Rm) / (Om.T @ Om + shrink)
+    np.fill_diagonal(K, 0.0)
+    return K
+
+
+def test_moment_kernel_pairs_whose_products_cancel_are_still_corrected():
+    """Column 1 rated by rows 0 and 1 alone, which co-rate columns 0 and 1 with residual products +1 and −1:
+    S_01 = 0, which the sparse product drops while N_01 = 2 keeps the pair; the operator still equals the dense
+    moments (C_01 = 0, and every other pair's correction lands on its own pair)."""
+    rows, cols, y, shape, _ = ratings_problem()
+    keep = (cols != 1) & ~(np.isin(rows, (0, 1)) & (cols == 0))
+    rows, cols, resid = rows[keep], cols[keep], y[keep] - y.mean()
+    rows, cols = np.r_[rows, 0, 0, 1, 1], np.r_[cols, 0, 1, 0, 1]
+    resid = np.r_[resid, 1.0, 1.0, 1.0, -1.0]
+    K = dense_moment_kernel(rows, cols, resid, shape, 0, 7.0)
+    kernel = R.MomentKernel(rows, cols, resid, shape, 0, 7.0)
+    S, N = kernel.Rt @ kernel.R, kernel.Ot @ kernel.O
+    assert S.nnz < N.nnz  # the cancelling pair is there to exercise the lookup
+    X = RNG.standard_normal((shape[1], 3))
+    np.testing.assert_allclose(kernel.matmat(X), K @ X, atol=1e-12)
+
+
+def test_single_precision_products_agree_with_the_double_ones_to_single_precision():
+    """The Krylov products of the moment kernel and of the zero-filled Gram operators in single precision: the
+    same K X to float32's rounding (relative 1e-6 of the largest entry), on both sides."""
+    rows, cols, y, shape, _ = ratings_problem(n=300, m=200, density=0.1)
+    resid = y - y.mean()
+    target = R.ZeroFilled(rows, cols, y, shape, center=True)
+    for axis, size in ((0, shape[1]), (1, shape[0])):
+        kernel = R.MomentKernel(rows, cols, resid, shape, axis, 7.0)
+        X = RNG.standard_normal((size, 5))
+        exact = dense_moment_kernel(rows, cols, resid, shape, axis, 7.0) @ X
+        single = kernel.matmat(X, single=True)
+        assert single.dtype == np.float64
+        np.testing.assert_allclose(single, exact, atol=1e-6 * np.abs(exact).max())
+        assert np.abs(single - exact).max() > 0  # it did run in single precision
+        gram = target.gram_cols if axis == 0 else target.gram_rows
+        np.testing.assert_allclose(gram(X, single=True), gram(X), atol=1e-6 * np.abs(gram(X)).max())
+
+
 def test_pma_map_scalable_path_converges_to_the_exact_path_as_its_rank_grows():
     """The same split through pma-map's exact path (dense_limit above both sides) and the scalable path
     (dense_limit 1): at rank ≥ both sides the same predictions and ranking scores (to the CG tolerance); below

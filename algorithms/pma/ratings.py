@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis
+from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis, krylov_space
 from malt.errors import DataError
 from malt.numerics.kron_observed import ObservedKroneckerSum, preconditioned_cg
 
@@ -202,6 +202,7 @@ class ZeroFilled:
         t = np.asarray(y, dtype=float) / float(np.mean(y))
         self.T = sp.csr_matrix((t, (rows, cols)), shape=shape)
         self.Tt = self.T.T.tocsr()
+        self._single = None
         self.cbar = np.asarray(self.T.sum(axis=0)).ravel() / n if center else np.zeros(m)
         self.Tc = self.T @ self.cbar  # T c̄, (n,)
         sq = self.T.multiply(self.T)
@@ -209,17 +210,28 @@ class ZeroFilled:
         self.diag_cols = np.asarray(sq.sum(axis=0)).ravel() - n * self.cbar ** 2
         self.total = float(t @ t - n * (self.cbar @ self.cbar)) / (n * m)
 
-    def gram_rows(self, X: np.ndarray) -> np.ndarray:
-        T, c = self.T, self.cbar
-        TtX = self.Tt @ X
+    def _products(self, single: bool):
+        """(T, Tᵀ), in single precision with ``single`` (as `MomentKernel.matmat`'s)."""
+        if not single:
+            return self.T, self.Tt
+        if self._single is None:
+            self._single = (self.T.astype(np.float32), self.Tt.astype(np.float32))
+        return self._single
+
+    def gram_rows(self, X: np.ndarray, single: bool = False) -> np.ndarray:
+        T, Tt = self._products(single)
+        c = self.cbar
+        TtX = Tt @ (X.astype(np.float32) if single else X)
         out = T @ TtX - self.diag_rows[:, None] * X
+        TtX = np.asarray(TtX, dtype=float)
         if c.any():
             s = X.sum(axis=0)
             out -= np.outer(self.Tc, s) + (c @ TtX)[None, :] - (c @ c) * s[None, :]
         return out
 
-    def gram_cols(self, X: np.ndarray) -> np.ndarray:
-        out = self.Tt @ (self.T @ X) - self.diag_cols[:, None] * X
+    def gram_cols(self, X: np.ndarray, single: bool = False) -> np.ndarray:
+        T, Tt = self._products(single)
+        out = Tt @ (T @ (X.astype(np.float32) if single else X)) - self.diag_cols[:, None] * X
         if self.cbar.any():
             out -= self.shape[0] * np.outer(self.cbar, self.cbar @ X)
         return out
@@ -315,7 +327,7 @@ class MomentKernel:
         self.diag = np.asarray(R.multiply(R).sum(axis=0)).ravel()  # diag(RᵀR)
         counts = np.diff(R.indptr).astype(float)
         self.pairs = int(np.sum(counts ** 2))  # ≥ nnz(N), diagonal included
-        self.dense_data, self.C = None, None
+        self.dense_data, self.C, self._single = None, None, None
         if self.pairs * 12 > STORED_BYTES and R.shape[0] * R.shape[1] <= BLOCK_ENTRIES:
             self.dense_data = (R.toarray(), O.toarray())
             return
@@ -336,9 +348,11 @@ class MomentKernel:
         """Rows start:stop of C (pairs co-rating at least twice, off the diagonal)."""
         S = self.Rt[start:stop] @ self.R
         N = self.Ot[start:stop] @ self.O
-        S.sort_indices()
-        N.sort_indices()
+        # R and O share a pattern, so the two products list each row's pairs in the same order and differ only
+        # where S's products cancel to exactly 0 (dropped): then both are sorted and S's pairs looked up in N
         if not (S.nnz == N.nnz and np.array_equal(S.indptr, N.indptr) and np.array_equal(S.indices, N.indices)):
+            S.sort_indices()
+            N.sort_indices()
             def keys(M):  # S's pattern lies within N's, short of the pairs whose products cancel exactly
                 return np.repeat(np.arange(M.shape[0], dtype=np.int64), np.diff(M.indptr)) * self.size + M.indices
 
@@ -360,8 +374,11 @@ class MomentKernel:
         """Whether the correction C is held (else recomputed at every product, or K by dense blocks)."""
         return self.C is not None
 
-    def matmat(self, X: np.ndarray) -> np.ndarray:
-        """K X for X (size, p)."""
+    def matmat(self, X: np.ndarray, single: bool = False) -> np.ndarray:
+        """K X for X (size, p). ``single``: the Gram part's two sparse products in single precision (relative error
+        ~1e-7), for products that only feed a randomised Krylov space (`krylov_space`), which approximates the top
+        eigenpairs far more coarsely: every row of X gathered at random is half the bytes, and at 10⁶ ratings and
+        more X no longer sits in cache."""
         out = np.empty((self.size, X.shape[1]))
         if self.dense_data is not None:
             step = self._step(self.size)
@@ -369,7 +386,13 @@ class MomentKernel:
                 stop = min(start + step, self.size)
                 out[start:stop] = self._dense_block(start, stop) @ X
             return out
-        out[:] = self.Rt @ (self.R @ X)
+        if single:
+            if self._single is None:
+                self._single = (self.R.astype(np.float32), self.Rt.astype(np.float32))
+            R32, Rt32 = self._single
+            out[:] = Rt32 @ (R32 @ X.astype(np.float32))
+        else:
+            out[:] = self.Rt @ (self.R @ X)
         out -= self.diag[:, None] * X
         out /= 1.0 + self.shrink
         if self.C is not None:
@@ -391,7 +414,8 @@ def moment_basis(rows, cols, resid, shape, axis: int, shrink: float, power: floa
     K = MomentKernel(rows, cols, resid, shape, axis, shrink)
     rank = K.size if rank is None else min(int(rank), K.size)
     rng = np.random.default_rng(0) if rng is None else rng
-    return Eigenbasis.top(K.matmat, K.size, rank, rng=rng, transform=lambda d: sharpen(d, power))
+    single = krylov_space(K.size, rank)
+    return Eigenbasis.top(lambda X: K.matmat(X, single), K.size, rank, rng=rng, transform=lambda d: sharpen(d, power))
 
 
 def fit_moments_low_rank(rows, cols, y, shape, *, shrink: float = 100.0, reg_rows: float = 15.0,
@@ -456,8 +480,9 @@ def zero_filled_scores_low_rank(rows, cols, y, shape, score_rows, *, signal: flo
     target = ZeroFilled(rows, cols, y, shape, center)
     rng = np.random.default_rng(0)
     clip = lambda v: np.maximum(v, 0.0)  # noqa: E731
-    E1 = Eigenbasis.top(lambda X: target.gram_rows(X) / m, n, rank, rng=rng, transform=clip)
-    E2 = Eigenbasis.top(lambda X: target.gram_cols(X) / n, m, rank, rng=rng, transform=clip)
+    single1, single2 = krylov_space(n, rank), krylov_space(m, rank)
+    E1 = Eigenbasis.top(lambda X: target.gram_rows(X, single1) / m, n, rank, rng=rng, transform=clip)
+    E2 = Eigenbasis.top(lambda X: target.gram_cols(X, single2) / n, m, rank, rng=rng, transform=clip)
     total = target.total
     kernel_part = float(E1.values.sum() / n + E2.values.sum() / m)  # mean diagonals of the projected kernels
     if signal * kernel_part > (1.0 - min_noise) * total:

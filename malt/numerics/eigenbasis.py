@@ -77,7 +77,7 @@ def top_eigenpairs(matmat: Callable[[np.ndarray], np.ndarray], size: int, rank: 
     """
     rank = int(min(rank, size))
     b = min(rank + oversample, size)
-    if blocks * b >= size:
+    if not krylov_space(size, rank, blocks=blocks, oversample=oversample):
         w, V = np.linalg.eigh(_symmetric(matmat(np.eye(size))))
     else:
         Q = orthonormal_basis(matmat(rng.standard_normal((size, b))))
@@ -102,6 +102,12 @@ def top_eigenpairs(matmat: Callable[[np.ndarray], np.ndarray], size: int, rank: 
         V = Q @ S
     order = np.argsort(-w, kind="stable")[:rank]
     return w[order], V[:, order]
+
+
+def krylov_space(size: int, rank: int, *, blocks: int = KRYLOV_BLOCKS, oversample: int = KRYLOV_OVERSAMPLE) -> bool:
+    """Whether `top_eigenpairs` approximates (a Krylov space smaller than ``size``) rather than decomposing the
+    operator exactly: operators may then apply themselves less exactly (e.g. in single precision)."""
+    return blocks * min(int(min(rank, size)) + oversample, size) < size
 
 
 GRAM_DROP = 1e-7
