@@ -474,12 +474,12 @@ class PMAMap(Algorithm):
     Params = MAPParams
     version = "11"  # v11 (ratings task, scalable path): the Krylov products of the moment kernels and the
     # zero-filled Gram operators in single precision (synthetic draws: RMSE equal to 1e-11); v10: Krylov blocks
-    # orthonormalised by Cholesky QR, the eigenbases equal to rounding (MovieLens-100K and FilmTrust RMSE unchanged to 1e-4); v9 (ratings task):
-    # matrices with a side above dense_limit take the scalable path, ranking fit
-    # centred or not and its signal chosen by recall@20 on the holdout; v8 (missing task): column mean, noise and
-    # K1 chosen on training entries (missing.py); v7 (missing/multilabel): single-precision eigendecompositions at
-    # the default tolerance; v6 (ratings task): sharpened moment kernels (kernel_power 3, shrink 300), bias
-    # penalties chosen by inner CV, ranking from a zero-filled fit
+    # orthonormalised by Cholesky QR, the eigenbases equal to rounding (MovieLens-100K and FilmTrust RMSE unchanged
+    # to 1e-4); v9 (ratings task): matrices with a side above dense_limit take the scalable path, ranking fit
+    # centred or not and its signal chosen by recall@20 on the holdout; v8 (missing task): column mean, noise and K1
+    # chosen on training entries (missing.py); v7 (missing/multilabel): single-precision eigendecompositions at the
+    # default tolerance; v6 (ratings task): sharpened moment kernels (kernel_power 3, shrink 300), bias penalties
+    # chosen by inner CV, ranking from a zero-filled fit
 
     def run(self, split, params, ctx):
         if isinstance(split, MultilabelSplit):
