@@ -58,6 +58,7 @@ return Array.from(document.images).map(function (img) {
 });
 """
 
+
 def _figures(browser, wait: float = 30.0) -> list[dict]:
     """FIGURES once every image has loaded, or as they are after ``wait`` seconds: the report's images are
     loading='lazy', so scrolling one into view starts its load and decode, which finish asynchronously

@@ -269,7 +269,8 @@ class PCSA(_PCSABase):
     Params = PCSAParams
     prior = "ard"
     version = "7"  # v7: v5 of the base (rescaled components); v6 (ratings task): ranking by exposure ×
-    # preference, rank_slope chosen by recall@20 on the holdout; v5: ard_strength chosen from (1, 0.3) on a holdout of the observed entries (select='inner-cv')
+    # preference, rank_slope chosen by recall@20 on the holdout; v5: ard_strength chosen from (1, 0.3) on a
+    # holdout of the observed entries (select='inner-cv')
 
 
 @register
