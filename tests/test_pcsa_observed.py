@@ -6,8 +6,8 @@ import scipy.sparse as sp
 from scipy.optimize import minimize_scalar
 from scipy.special import digamma, gammaln
 
-from malt.algorithms.pcsa.observed import (Packing, _best_scales, _factor_update, _gamma_shape_by_evidence,
-                                           _svd_start, pcsa_observed_fit)
+from malt.algorithms.pcsa.observed import (Packing, _best_scales, _chunk_rows, _factor_update,
+                                           _gamma_shape_by_evidence, _residual_sums, _svd_start, pcsa_observed_fit)
 
 
 def test_weighted_factor_update_is_the_per_row_gaussian_posterior():
@@ -43,6 +43,28 @@ def test_weighted_factor_update_is_the_per_row_gaussian_posterior():
         want = sum(w[j] * ((X[i, j] - U_i @ V[j]) ** 2 + U_i @ S[j] @ U_i + V[j] @ SU_i @ V[j] + np.sum(SU_i * S[j]))
                    for j in o)
         np.testing.assert_allclose(sse[i], want, rtol=1e-10)
+
+
+def test_packed_second_moments_and_residual_sums_match_dense_ones_row_by_row():
+    """Packing.outer (into a new array or into the covariances) is μ_i μ_iᵀ + S_i's upper triangle, and
+    `_residual_sums` over more rows than one block of `_chunk_rows` is x² − 2 x u·ν + tr(⟨u uᵀ⟩ G_i) row by row."""
+    rng = np.random.default_rng(3)
+    d = 5
+    n = _chunk_rows(d) + 37                                  # two blocks, the second partial
+    pk = Packing(d)
+    U = rng.standard_normal((n, d))
+    S = rng.standard_normal((n, d, d)) * 0.2
+    S = S @ np.transpose(S, (0, 2, 1))
+    SU = S[:, pk.up, pk.lo]
+    dense = U[:, :, None] * U[:, None, :] + S
+    np.testing.assert_allclose(pk.outer(U, SU), dense[:, pk.up, pk.lo], rtol=1e-14, atol=1e-15)
+    np.testing.assert_array_equal(pk.outer(U, SU.copy(), overwrite=True), pk.outer(U, SU))
+    np.testing.assert_array_equal(pk.outer(U), (U[:, :, None] * U[:, None, :])[:, pk.up, pk.lo])
+    G = rng.standard_normal((n, d, d))
+    G = G @ np.transpose(G, (0, 2, 1))
+    XV, xx = rng.standard_normal((n, d)), rng.uniform(50, 60, n)
+    want = xx - 2 * np.einsum("na,na->n", U, XV) + np.einsum("nab,nab->n", dense, G)
+    np.testing.assert_allclose(_residual_sums(XV, xx, U, SU, G[:, pk.up, pk.lo]), np.maximum(want, 0), rtol=1e-12)
 
 
 @pytest.mark.parametrize("true_shape", [0.7, 4.0, 40.0])

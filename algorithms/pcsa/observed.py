@@ -58,10 +58,22 @@ class Packing:
         self.index[self.up, self.lo] = self.index[self.lo, self.up] = np.arange(self.up.size)
         self.weight = np.where(self.up == self.lo, 1.0, 2.0)   # tr(A B) = Σ_k weight_k A_k B_k
 
-    def outer(self, mean: np.ndarray, packed: np.ndarray | None = None) -> np.ndarray:
-        """μ μᵀ (+ ``packed``) of every row of ``mean`` (n, d), packed (n, p)."""
-        out = np.take(mean, self.up, axis=1)         # np.take keeps rows contiguous (mean[:, up] would be
-        out *= np.take(mean, self.lo, axis=1)        # column-major, and the sparse products copy such operands)
+    def outer(self, mean: np.ndarray, packed: np.ndarray | None = None, *, overwrite: bool = False) -> np.ndarray:
+        """μ μᵀ (+ ``packed``) of every row of ``mean`` (n, d), packed (n, p), C-ordered (the sparse products
+        would copy a column-major operand). Row a of the triangle is one broadcast product μ_a μ_{a:}: 4× faster
+        than gathering both factors by index (the same products, so the same bits). ``overwrite``: the sum is
+        written into ``packed`` (one (n, p) array less at the fit's peak)."""
+        if packed is not None and overwrite:
+            start = 0
+            for a in range(self.d):
+                packed[:, start:start + self.d - a] += mean[:, a:a + 1] * mean[:, a:]
+                start += self.d - a
+            return packed
+        out = np.empty((mean.shape[0], self.up.size))
+        start = 0
+        for a in range(self.d):
+            np.multiply(mean[:, a:a + 1], mean[:, a:], out=out[:, start:start + self.d - a])
+            start += self.d - a
         if packed is not None:
             out += packed
         return out
@@ -79,10 +91,12 @@ class Packing:
         return self.index[kept[up], kept[lo]]
 
 
-def _second_moment_sums(pattern: sp.csr_matrix, mean: np.ndarray, cov: np.ndarray | None) -> np.ndarray:
+def _second_moment_sums(pattern: sp.csr_matrix, mean: np.ndarray, cov: np.ndarray | None,
+                        overwrite: bool = False) -> np.ndarray:
     """Σ_{j : pattern_ij ≠ 0} pattern_ij (ν_j ν_jᵀ + Ω_j) for every row i, packed (n, p), by one sparse product
-    with the (m, p) packed second moments; ``cov`` packed (m, p), or None for the means' outer products alone."""
-    return np.asarray(pattern @ Packing(mean.shape[1]).outer(mean, cov))
+    with the (m, p) packed second moments; ``cov`` packed (m, p), or None for the means' outer products alone.
+    ``overwrite``: ``cov`` becomes the second moments (it is not needed afterwards)."""
+    return np.asarray(pattern @ Packing(mean.shape[1]).outer(mean, cov, overwrite=overwrite))
 
 
 def _chunk_rows(d: int) -> int:
@@ -140,7 +154,11 @@ def _residual_sums(XV: np.ndarray, xx: np.ndarray, U, SU, G, pk: Packing | None 
     tr(⟨u uᵀ⟩⟨v vᵀ⟩) summed. O(n p)."""
     pk = Packing(U.shape[1]) if pk is None else pk
     cross = np.einsum("na,na->n", U, XV)
-    second = (pk.outer(U, SU) * G) @ pk.weight
+    second = np.empty(U.shape[0])
+    step = _chunk_rows(U.shape[1])                   # blocks: no (n, p) temporaries
+    for s in range(0, U.shape[0], step):
+        rows = slice(s, s + step)
+        second[rows] = (pk.outer(U[rows], SU[rows]) * G[rows]) @ pk.weight
     return np.maximum(xx - 2.0 * cross + second, 0.0)
 
 
@@ -318,7 +336,11 @@ def pcsa_observed_fit(rows, cols, x, shape, *, d1=20, d2=20, prior="ard", biases
             h_r = _gamma_shape_by_evidence(rho.sum(), elog_rho.sum(), n)
             patT.data = rho[patT.indices]
             XtW = Xt.multiply(patT).tocsr()
-        H = _second_moment_sums(patT, U, SU)                   # the next V update's sums (and col_sse's)
+        pk = Packing(d)
+        on_diag = pk.index[np.arange(d), np.arange(d)]
+        var_u = SU[:, on_diag].sum(axis=0)                     # Σ_i var(u_ik), before SU becomes the moments
+        H = _second_moment_sums(patT, U, SU, overwrite=True)   # the next V update's sums (and col_sse's)
+        del SU
         if scaled:
             col_xx = np.asarray(XtW.multiply(Xt).sum(axis=1)).ravel()
             col_sse = _residual_sums(np.asarray(XtW @ U), col_xx, V, SV, H)
@@ -338,11 +360,9 @@ def pcsa_observed_fit(rows, cols, x, shape, *, d1=20, d2=20, prior="ard", biases
             sse = float(kap @ col_sse)
             Lb += 0.5 * (n_i @ elog_rho + m_j @ elog_kap)
             Lb += gamma_kl_terms(h_r, h_r, r_u, r_v) + gamma_kl_terms(h_c, h_c, k_u, k_v)
-        pk = Packing(d)
-        on_diag = pk.index[np.arange(d), np.arange(d)]
-        sq_u = np.sum(U ** 2, axis=0) + SU[:, on_diag].sum(axis=0)          # Σ_i ⟨u_ik²⟩
+        sq_u = np.sum(U ** 2, axis=0) + var_u                               # Σ_i ⟨u_ik²⟩
         sq_v = np.sum(V ** 2, axis=0) + SV[:, on_diag].sum(axis=0)          # Σ_j ⟨v_jk²⟩
-        del SU, SV
+        del SV
         if rescale:     # a_k ↦ r_k a_k, y_k ↦ y_k / r_k (b_k, z_k likewise): likelihood, ρ, κ, τ unchanged
             w_a, w_b, rate = (s_u, f_u, ard_b) if prior == "ard" else (n / 2.0 + 1.0, m / 2.0 + 1.0, 0.0)
             r = np.ones(d)
