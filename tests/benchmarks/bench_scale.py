@@ -68,7 +68,10 @@ def one(algo_name: str, dataset: str, params: dict, threads: int) -> dict:
     task, options = RatingsTask(), RatingsParams()
     split = task.split(data, options, 0)
     algo = get(algo_name)
-    ctx = Context(None, data_key=data.hash, seed=0, dataset=data)
+    started = time.process_time()
+    ctx = Context(None, data_key=data.hash, seed=0, dataset=data,  # progress on stderr: a long fit shows its pace
+                  progress=lambda fraction, message: print(f"{time.process_time() - started:9.1f} CPU s  {message}",
+                                                           file=sys.stderr, flush=True))
     with PeakMemory() as peak, blas_threads(threads):
         wall, cpu = time.perf_counter(), time.process_time()
         prediction = algo().run(split, algo.Params(**params), ctx)
