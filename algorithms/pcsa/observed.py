@@ -63,19 +63,15 @@ class Packing:
         would copy a column-major operand). Row a of the triangle is one broadcast product μ_a μ_{a:}: 4× faster
         than gathering both factors by index (the same products, so the same bits). ``overwrite``: the sum is
         written into ``packed`` (one (n, p) array less at the fit's peak)."""
-        if packed is not None and overwrite:
-            start = 0
-            for a in range(self.d):
-                packed[:, start:start + self.d - a] += mean[:, a:a + 1] * mean[:, a:]
-                start += self.d - a
-            return packed
-        out = np.empty((mean.shape[0], self.up.size))
+        out = np.empty((mean.shape[0], self.up.size)) if packed is None else packed if overwrite else packed.copy()
         start = 0
         for a in range(self.d):
-            np.multiply(mean[:, a:a + 1], mean[:, a:], out=out[:, start:start + self.d - a])
+            block = out[:, start:start + self.d - a]
+            if packed is None:
+                np.multiply(mean[:, a:a + 1], mean[:, a:], out=block)
+            else:
+                block += mean[:, a:a + 1] * mean[:, a:]
             start += self.d - a
-        if packed is not None:
-            out += packed
         return out
 
     def unpack(self, packed: np.ndarray, rows=None, cols=None) -> np.ndarray:
