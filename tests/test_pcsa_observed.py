@@ -6,8 +6,9 @@ import scipy.sparse as sp
 from scipy.optimize import minimize_scalar
 from scipy.special import digamma, gammaln
 
-from malt.algorithms.pcsa.observed import (Packing, _best_scales, _chunk_rows, _factor_update,
-                                           _gamma_shape_by_evidence, _residual_sums, _svd_start, pcsa_observed_fit)
+from malt.algorithms.pcsa.observed import (NEGLIGIBLE, Packing, _best_scales, _chunk_rows, _dead, _energies,
+                                           _factor_update, _gamma_shape_by_evidence, _residual_sums, _svd_start,
+                                           pcsa_observed_fit)
 
 
 def test_weighted_factor_update_is_the_per_row_gaussian_posterior():
@@ -157,6 +158,38 @@ def test_scaled_noise_bound_monotone_with_other_column_priors(prior, strength):
         assert np.all(np.diff(b) >= -1e-8 * np.abs(b[1:])), (init, np.diff(b).min())
 
 
+def test_components_that_die_together_are_removed_by_the_absolute_threshold():
+    """`_dead`: equal energies far below the floor are all dead (the relative test alone keeps every one of a set
+    that decays together), one above the floor keeps the others alive only if they are within PRUNE of it."""
+    floor = 1.0
+    np.testing.assert_array_equal(_dead(np.full(4, 1e-40), floor), [True] * 4)
+    np.testing.assert_array_equal(_dead(np.array([2.0, 1.5, 1e-4, 0.5]), floor), [False, False, True, True])
+    np.testing.assert_array_equal(_dead(np.array([1e6, 2.0, 5e3]), floor), [False, True, False])
+    assert not _dead(np.empty(0), floor).size
+
+
+@pytest.mark.timeout(60)
+def test_a_fit_whose_components_all_die_ends_as_the_bias_model_with_no_dead_columns():
+    """The scale benchmark's draw at 10⁵ ratings (20 a row, 70 % kept): its rank-20 signal is too weak for ARD at
+    14 ratings a row, and every component decays ~100× a sweep (the relative test alone kept 12 columns with
+    energies below 1e-40 of the ratings' variance until the 21st sweep). They must be gone: only the two bias
+    columns are left, and no kept component's fitted values are below NEGLIGIBLE of the ratings' sd."""
+    from malt.datasets.synthetic_ratings import synthetic_ratings
+
+    n = 5000
+    R = synthetic_ratings(n, n, int(1e5 / 0.7))["ratings"].tocoo()
+    keep = np.random.default_rng(0).random(R.nnz) < 0.7
+    r, c, x = R.row[keep], R.col[keep], R.data[keep] - R.data[keep].mean()
+    fit = pcsa_observed_fit(r, c, x, (n, n), d1=20, d2=20, noise="scaled", ard_strength=1.0, max_iter=100,
+                            tol=1e-5, rng=np.random.default_rng(0))
+    assert fit["U"].shape[1] == fit["V"].shape[1] == 2 and fit["d1_eff"] == fit["d2_eff"] == 0
+    assert fit["pruned"] == 40 and fit["iterations"] < 20, fit["iterations"]
+    small = pcsa_observed_fit(r, c, x, (n, n), d1=20, d2=20, noise="scaled", ard_strength=1.0, max_iter=1,
+                              rng=np.random.default_rng(0))           # after one sweep, some are still alive
+    alive = _energies(small["U"], small["V"], 1) / n ** 2 >= NEGLIGIBLE ** 2 * x.var()
+    assert alive.any(), "the draw no longer tests a set of components that dies during the fit"
+
+
 def test_inner_cv_picks_the_ard_strength_with_the_lowest_holdout_error_and_refits_on_all_entries():
     """select='inner-cv' (pcsa's ratings default): the holdout of 1/inner_folds of the entries and each
     candidate's fit on the rest, recomputed here from the same seed, give the reported score and choice."""
@@ -174,7 +207,8 @@ def test_inner_cv_picks_the_ard_strength_with_the_lowest_holdout_error_and_refit
     val = inner_fold_ids(x.size, params.inner_folds, ctx.rng) == 0
     errors = []
     for s in params.ard_strength_grid:
-        f = ObservedFit(r[~val], c[~val], x[~val], (n, m), PCSAParams(rank=6, max_iter=60, select="none", ard_strength=s), ctx, "ard")
+        f = ObservedFit(r[~val], c[~val], x[~val], (n, m),
+                        PCSAParams(rank=6, max_iter=60, select="none", ard_strength=s), ctx, "ard")
         est = np.clip(f.at(r[val], c[val]), x[~val].min(), x[~val].max())
         errors.append(np.mean((est - x[val]) ** 2))
     best = params.ard_strength_grid[int(np.argmin(errors))]

@@ -215,7 +215,9 @@ def exposure_scores(fit: ObservedFit, rows, cols, x, n_cols: int, slope: float):
 class _PCSABase(Algorithm):
     prior = "ard"
     tasks = frozenset({"missing", "ratings"})
-    version = "6"  # v6: observed inference's peak memory cut by two (n, p) arrays (second moments formed in place
+    version = "7"  # v7: observed inference removes components whose fitted values fall below 1e-3 of the ratings'
+    # sd (`observed._dead`; results move: a fit whose components die together stops sooner); v6: observed
+    # inference's peak memory cut by two (n, p) arrays (second moments formed in place
     # of the covariances, the columns' residual sums in blocks of rows; values move by ~1e-15); v5: observed
     # inference rescales every component between its two sides after each sweep
     # (the bound's maximum along that direction; fewer iterations, results move); v4: observed inference with
@@ -270,9 +272,10 @@ class PCSA(_PCSABase):
     name = "pcsa"
     Params = PCSAParams
     prior = "ard"
-    version = "8"  # v8: v6 of the base (less memory, values move by ~1e-15); v7: v5 of the base (rescaled
-    # components); v6 (ratings task): ranking by exposure × preference, rank_slope chosen by recall@20 on the
-    # holdout; v5: ard_strength chosen from (1, 0.3) on a holdout of the observed entries (select='inner-cv')
+    version = "9"  # v9: v7 of the base (negligible components removed); v8: v6 of the base (less memory, values
+    # move by ~1e-15); v7: v5 of the base (rescaled components); v6 (ratings task): ranking by exposure ×
+    # preference, rank_slope chosen by recall@20 on the holdout; v5: ard_strength chosen from (1, 0.3) on a
+    # holdout of the observed entries (select='inner-cv')
 
 
 @register
