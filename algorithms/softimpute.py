@@ -131,10 +131,15 @@ def _orthonormal(rng: np.random.Generator, n: int, r: int) -> np.ndarray:
 
 
 def _low_rank_frobenius_change(U0, d0, V0, U1, d1, V1) -> float:
-    """‖U0 d0 V0ᵀ − U1 d1 V1ᵀ‖²_F / ‖U0 d0 V0ᵀ‖²_F from the factors, O((n + m) r²)."""
-    cross = np.sum((U0.T @ U1) * d1[None, :] * d0[:, None] * (V0.T @ V1))
-    before = float(d0 @ d0)
-    return (before + float(d1 @ d1) - 2.0 * float(cross)) / max(before, 1e-300)
+    """‖U0 d0 V0ᵀ − U1 d1 V1ᵀ‖²_F / ‖U0 d0 V0ᵀ‖²_F from the factors, O((n + m) r²): with thin QRs
+    [U0, U1] = Qu Ru and [V0, V1] = Qv Rv the difference is Qu (Ru diag(d0, −d1) Rvᵀ) Qvᵀ, whose norm is the
+    2r × 2r core's. Expanding ‖A‖² + ‖B‖² − 2⟨A, B⟩ instead cancels to rounding near convergence (a floor
+    ~1e-16 relative, below which the change came out as any number, negative ones included, and a tighter
+    tol stopped at random)."""
+    Ru = np.linalg.qr(np.hstack([U0, U1]), mode="r")
+    Rv = np.linalg.qr(np.hstack([V0, V1]), mode="r")
+    core = (Ru * np.concatenate([d0, -d1])) @ Rv.T
+    return float(np.sum(core * core)) / max(float(d0 @ d0), 1e-300)
 
 
 def soft_impute_als(rows: np.ndarray, cols: np.ndarray, y: np.ndarray, shape: tuple[int, int], lam: float,

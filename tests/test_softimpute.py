@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from malt.algorithms.softimpute import (lambda_max, lambda_path, soft_impute, soft_impute_als,
-                                        svd_soft_threshold)
+from malt.algorithms.softimpute import (_low_rank_frobenius_change, lambda_max, lambda_path, soft_impute,
+                                        soft_impute_als, svd_soft_threshold)
 
 
 def low_rank_problem(n=30, m=20, rank=3, missing=0.3, seed=0):
@@ -83,6 +83,21 @@ def test_zero_solves_the_problem_from_lambda_max_on():
     path = lambda_path(lam, 5, 1e-2)
     np.testing.assert_allclose(path[[0, -1]], [lam, 1e-2 * lam])
     assert np.all(np.diff(path) < 0)
+
+
+@pytest.mark.parametrize("step", [1e-1, 1e-6, 1e-10])
+def test_low_rank_change_matches_the_dense_difference_down_to_tiny_steps(step):
+    """softImpute-ALS's stopping measure ‖A − B‖²_F / ‖A‖²_F from the factors against the dense difference (exact
+    to ~1e-32 relative here): the expansion ‖A‖² + ‖B‖² − 2⟨A, B⟩ it replaced had a floor of ~1e-16."""
+    rng = np.random.default_rng(4)
+    U0, V0 = np.linalg.qr(rng.normal(size=(40, 5)))[0], np.linalg.qr(rng.normal(size=(30, 5)))[0]
+    d0 = np.array([9.0, 5.0, 3.0, 1.0, 0.5])
+    U1 = np.linalg.qr(U0 + step * rng.normal(size=U0.shape))[0]
+    V1 = np.linalg.qr(V0 + step * rng.normal(size=V0.shape))[0]
+    d1 = d0 * (1 + step * rng.normal(size=5))
+    A, B = (U0 * d0) @ V0.T, (U1 * d1) @ V1.T
+    dense = np.sum((A - B) ** 2) / np.sum(A ** 2)
+    assert np.isclose(_low_rank_frobenius_change(U0, d0, V0, U1, d1, V1), dense, rtol=1e-6, atol=0), dense
 
 
 @pytest.mark.parametrize("fraction", [0.05, 0.3])
