@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from malt.algorithms.mvgp import diffusion_sqrt, fit_mvgp, objective
-from malt.algorithms.mvgp.core import _refine
+from malt.algorithms.mvgp.core import _refine, numerical_rank
 from malt.engine.context import Context
 from malt.registry import algorithms
 from malt.splits import RatingsSplit
@@ -283,3 +283,14 @@ def test_fixed_offset_enters_the_objective_its_gradient_and_the_growth_direction
     _, top, _ = core.smooth_gradient_top(U, V, None, None, rows, cols, y, s2, 1.0, (n, m), k=1, unrated=w,
                                          offset=(a, b))
     assert np.isclose(top, np.linalg.svd(gradient, compute_uv=False)[0])
+
+
+@pytest.mark.parametrize("zero_scale", [0.0, 1e-18, 1e-3])
+def test_numerical_rank_of_factors_is_numpys_matrix_rank_of_their_product(zero_scale):
+    """`numerical_rank` (QR of each factor, SVD of the core) counts what `numpy.linalg.matrix_rank` counts on the
+    dense U Vᵀ: a column pair scaled to 0 or to rounding does not count, one at 1e-3 does."""
+    rng = np.random.default_rng(5)
+    U, V = rng.standard_normal((30, 4)), rng.standard_normal((20, 4))
+    U[:, 3] *= zero_scale
+    assert numerical_rank(U, V) == np.linalg.matrix_rank(U @ V.T) == (4 if zero_scale == 1e-3 else 3)
+    assert numerical_rank(np.zeros((30, 0)), np.zeros((20, 0))) == 0

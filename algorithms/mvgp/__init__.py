@@ -342,7 +342,9 @@ class MVGP(Algorithm):
     name = "mvgp"
     tasks = frozenset({"ratings"})
     Params = MVGPParams
-    version = "11"  # v11: bias penalties and the ranking fit's popularity offset chosen on the holdout;
+    version = "12"  # v12: a grown column the refinement emptied is dropped (`core.numerical_rank`; the rank
+    # diagnostic counts it no more, values move by rounding); v11: bias penalties and the ranking fit's popularity
+    # offset chosen on the holdout;
     # v5: bias offsets, shared inner-CV vocabulary by default; v6: its own σ² grid; v7: ranking
     # fit, block top-singular solver, grow_block 10; v8: symmetric root, warm starts, ftol 1e-6; v9: rank by
     # inner CV (max_rank_grid); v10: `converged` is the solver's own test (was: rank growth)
@@ -357,9 +359,9 @@ class TraceGP(Algorithm):
     name = "trace-gp"
     tasks = frozenset({"ratings"})
     Params = TraceGPParams
-    version = "9"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
+    version = "10"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
     # v7: symmetric root, warm starts, ftol 1e-6; v8: `converged` is the solver's own test (was: rank growth);
-    # v9: bias penalties and the ranking fit's popularity offset chosen on the holdout
+    # v9: bias penalties and the ranking fit's popularity offset chosen on the holdout; v10: see mvgp's v12
 
     def run(self, split, params, ctx):
         return predict_split(split, params, ctx, lam=params.lam, frob=0.0)
@@ -371,9 +373,9 @@ class ConMVGP(Algorithm):
     name = "con-mvgp"
     tasks = frozenset({"ratings"})
     Params = ConMVGPParams
-    version = "9"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
+    version = "10"  # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
     # v7: symmetric root, warm starts, ftol 1e-6; v8: `converged` is the solver's own test (was: rank growth);
-    # v9: bias penalties and the ranking fit's popularity offset chosen on the holdout
+    # v9: bias penalties and the ranking fit's popularity offset chosen on the holdout; v10: see mvgp's v12
 
     def run(self, split, params, ctx):
         return predict_split(split, params, ctx, lam=params.lam, frob=1.0)

@@ -321,6 +321,15 @@ def truncate_factors(U, V, rank: int):
     return Qu @ a[:, :rank] * root, Qv @ bt[:rank].T * root
 
 
+def numerical_rank(U, V) -> int:
+    """The rank of U Vᵀ as `numpy.linalg.matrix_rank` counts it (singular values above s_max · max(M, N) · eps),
+    from the thin QRs of the factors and the SVD of the small core: O((M + N) r²)."""
+    if U.shape[1] == 0:
+        return 0
+    s = np.linalg.svd(np.linalg.qr(U, mode="r") @ np.linalg.qr(V, mode="r").T, compute_uv=False)
+    return int(np.sum(s > s.max(initial=0.0) * max(U.shape[0], V.shape[0]) * np.finfo(float).eps))
+
+
 def fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, **kw):
     """Solve eq. 11 (see :func:`_fit_mvgp` for the parameters) with BLAS limited to one thread.
 
@@ -404,6 +413,9 @@ def _fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, *, sigma2=1.0, lam=1.0, fr
             U, V, f, solved = _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter, ftol, unrated,
                                       offset)
             trace.append(f)
+        rank = numerical_rank(U, V)
+        if 0 < rank < U.shape[1]:   # a direction growth added that the refinement emptied (rounding is left)
+            U, V = truncate_factors(U, V, rank)
     Z = U if GM is None else GM @ U
     W = V if GN is None else GN @ V
     return {"Z": Z, "W": W, "U": U, "V": V, "objective": trace, "rank": U.shape[1], "converged": converged,
