@@ -220,8 +220,9 @@ def _dead(energy: np.ndarray, floor: float) -> np.ndarray:
     bound, and the bound keeps rising along that path, so the bound's stopping rule waits for the component to
     be removed. The relative test alone cannot remove components that die together: on the scale benchmark's
     synthetic draws every one of them decays about 100× a sweep from the second sweep on, and the fit ran 21 and
-    36 sweeps at 10⁵ and 10⁶ ratings with 20 dead components (energies 1e-46 and 1e-122 of a rating's variance)
-    until their spread reached 1e3. The absolute test removes them when they stop mattering."""
+    36 sweeps at 10⁵ and 10⁶ ratings, ending with 12 and 19 dead components (the largest's energy per entry
+    1e-46 and 1e-122), until their spread reached 1e3. The absolute test removes them when they stop mattering
+    (there: after the second and the first sweep; 13 and 15 sweeps to the same bias-model fit)."""
     return (energy < PRUNE * energy.max(initial=0)) | (energy < floor)
 
 
@@ -417,9 +418,9 @@ def pcsa_observed_fit(rows, cols, x, shape, *, d1=20, d2=20, prior="ard", biases
         if it > 0 and abs(bounds[-1] - bounds[-2]) <= tol * abs(bounds[-2]):
             break
         # drop the components ARD has switched off: the energy ‖ū_k‖²‖v̄_k‖² of component k's posterior
-        # mean a_k y_kᵀ (or z_k b_kᵀ) below PRUNE of the largest; they no longer change the fit (a
-        # switched-off column's Q equals its prior, whose precision the Gamma update then leaves
-        # where it is), and every later iteration costs O(d²) less per entry
+        # mean a_k y_kᵀ (or z_k b_kᵀ) below PRUNE of the largest or below the floor (`_dead`); they no
+        # longer change the fit (a switched-off column's Q equals its prior, whose precision the Gamma
+        # update then leaves where it is), and every later iteration costs O(d²) less per entry
         dead = np.r_[np.zeros(o, bool), _dead(_energies(U, V, o), floor), np.zeros(o, bool)]
         if dead.any():
             keep = ~dead
