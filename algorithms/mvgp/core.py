@@ -222,14 +222,18 @@ def _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter, ftol
                 a, b = offset
                 gZ += (inv_s2 * unrated) * np.outer(a, W.T @ b)
                 gW += (inv_s2 * unrated) * np.outer(b, Z.T @ a)
-        gU = gZ if GM is None else GM.T @ gZ
-        gV = gW if GN is None else GN.T @ gW
-        gU = gU + lam * U
-        gV = gV + lam * V
+        # the gradient is written into one (M + N) r vector, no concatenated copy: at 10⁷ ratings these
+        # element-wise passes stream from memory and were a fifth of an evaluation (same sums, same bits)
+        g = np.empty_like(x)
+        gU, gV = g[:M * r_].reshape(M, r_), g[M * r_:].reshape(N, r_)
+        np.multiply(U, lam, out=gU)
+        np.multiply(V, lam, out=gV)
+        gU += gZ if GM is None else GM.T @ gZ
+        gV += gW if GN is None else GN.T @ gW
         if frob:
             gU += frob * U @ (V.T @ V)
             gV += frob * V @ (U.T @ U)
-        return f, np.concatenate([gU.ravel(), gV.ravel()])
+        return f, g
 
     res = minimize(fg, np.concatenate([U.ravel(), V.ravel()]), jac=True, method="L-BFGS-B",
                    options={"maxiter": maxiter, "gtol": 1e-9, "ftol": ftol})
