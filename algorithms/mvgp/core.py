@@ -222,8 +222,7 @@ def _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter, ftol
                 a, b = offset
                 gZ += (inv_s2 * unrated) * np.outer(a, W.T @ b)
                 gW += (inv_s2 * unrated) * np.outer(b, Z.T @ a)
-        # the gradient is written into one (M + N) r vector, no concatenated copy: at 10⁷ ratings these
-        # element-wise passes stream from memory and were a fifth of an evaluation (same sums, same bits)
+        # the gradient is written into one (M + N) r vector: no concatenated copy (same sums, same bits)
         g = np.empty_like(x)
         gU, gV = g[:M * r_].reshape(M, r_), g[M * r_:].reshape(N, r_)
         np.multiply(U, lam, out=gU)
