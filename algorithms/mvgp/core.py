@@ -330,7 +330,7 @@ def numerical_rank(U, V) -> int:
     if U.shape[1] == 0:
         return 0
     s = np.linalg.svd(np.linalg.qr(U, mode="r") @ np.linalg.qr(V, mode="r").T, compute_uv=False)
-    return int(np.sum(s > s.max(initial=0.0) * max(U.shape[0], V.shape[0]) * np.finfo(float).eps))
+    return int(np.sum(s > s[0] * max(U.shape[0], V.shape[0]) * np.finfo(float).eps))  # s is descending
 
 
 def fit_mvgp(train: sp.coo_matrix, GM=None, GN=None, **kw):
