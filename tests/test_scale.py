@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from malt.algorithms.pma import ratings as R
 from malt.engine.context import Context
 from malt.numerics.eigenbasis import Eigenbasis, top_eigenpairs
-from malt.numerics.kron_observed import ObservedKroneckerSum
+from malt.numerics.kron_observed import ObservedKroneckerSum, Pattern
 from malt.registry import get
 from malt.splits import RatingsSplit
 
@@ -80,6 +80,61 @@ def test_conjugate_gradient_tolerance_is_a_knob_that_converges():
     errors = [np.abs(solver.solve(y, noise=0.1, tol=tol)[0].rows(np.arange(n))[~mask] - exact).max()
               for tol in (1e-2, 1e-4, 1e-6, 1e-8)]
     assert all(a > b for a, b in zip(errors, errors[1:])) and errors[-1] < 1e-6
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("span", [1, 2, 3, 5, 9, None])
+def test_pattern_products_are_the_dense_products_for_every_column_block(span):
+    """R X and Rᵀ Y through a `Pattern`'s column blocks equal numpy's dense products, with repeated
+    positions (they add up), empty rows and columns, vectors and blocks of vectors; the order is a
+    permutation, row-major within each block, and one block (span ≥ m) is plain row-major order."""
+    n, m, L = 13, 9, 60
+    rows, cols = RNG.integers(0, n - 2, L), RNG.integers(1, m, L)  # rows n-2, n-1 and column 0 stay empty
+    values = RNG.standard_normal(L)
+    p = Pattern(rows, cols, (n, m), span=span)
+    assert sorted(p.order) == list(range(L))
+    np.testing.assert_array_equal(p.rows, rows[p.order])
+    np.testing.assert_array_equal(p.cols, cols[p.order])
+    width = m if span is None else span
+    keys = (p.cols // width) * n * m + p.rows * m + p.cols
+    assert np.all(np.diff(keys) >= 0)
+    dense = np.zeros((n, m))
+    np.add.at(dense, (rows, cols), values)
+    R = p.matrix(values[p.order])
+    X, Y = RNG.standard_normal((m, 4)), RNG.standard_normal((n, 3))
+    np.testing.assert_allclose(R @ X, dense @ X, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(R.T @ Y, dense.T @ Y, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(R @ X[:, 0], dense @ X[:, 0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(R.T @ Y[:, 0], dense.T @ Y[:, 0], rtol=1e-12, atol=1e-12)
+    assert R.shape == (n, m) and R.T.shape == (m, n)
+
+
+@pytest.mark.timeout(60)
+def test_column_blocks_change_no_solution(monkeypatch):
+    """The block size is a cache knob, not an approximation: the observed Kronecker-sum posterior and a
+    kpmf-style refinement are the same to rounding with one column per block as with one block."""
+    from malt.algorithms.mvgp.core import _refine
+    from malt.numerics import kron_observed
+    n, m = 30, 20
+    K1, K2 = psd(n, 0.5), psd(m, 0.5)
+    mask = RNG.random((n, m)) < 0.3
+    rows, cols = np.nonzero(mask)
+    y = RNG.standard_normal(rows.size)
+    U0, V0 = RNG.standard_normal((n, 3)), RNG.standard_normal((m, 3))
+
+    def fits():
+        solver = ObservedKroneckerSum(Eigenbasis.symmetric(K1), Eigenbasis.symmetric(K2), rows, cols, (n, m))
+        mean = solver.solve(y, noise=0.1, tol=1e-10)[0].rows(np.arange(n))
+        U, V, f, _ = _refine(U0, V0, None, None, rows, cols, y, 0.5, 1.0, 1.0, (n, m), 200)
+        return mean, U @ V.T, f, solver.pattern.span
+
+    one = fits()
+    monkeypatch.setattr(kron_observed, "BLOCK_BYTES", 1)
+    blocked = fits()
+    assert one[3] == m and blocked[3] == 1
+    np.testing.assert_allclose(blocked[0], one[0], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(blocked[1], one[1], rtol=1e-6, atol=1e-6)
+    assert blocked[2] == pytest.approx(one[2], rel=1e-10)
 
 
 @pytest.mark.timeout(30)

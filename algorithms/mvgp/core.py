@@ -206,7 +206,7 @@ def _refine(U, V, GM, GN, rows, cols, y, sigma2, lam, frob, shape, maxiter, ftol
     M, N = U.shape[0], V.shape[0]
     r_ = U.shape[1]
     inv_s2 = 1.0 / sigma2
-    pattern = Pattern(rows, cols, shape)
+    pattern = Pattern(rows, cols, shape, width=r_)
     rows, cols, y = pattern.rows, pattern.cols, y[pattern.order]
 
     def fg(x):
