@@ -109,6 +109,18 @@ def test_pattern_products_are_the_dense_products_for_every_column_block(span):
     assert R.shape == (n, m) and R.T.shape == (m, n)
 
 
+@pytest.mark.timeout(30)
+def test_pattern_cuts_only_narrow_factors_into_blocks():
+    """Blocks of BLOCK_BYTES of factor rows for a narrow factor; one block for a wide one (see `Pattern`), and
+    for a factor whose rows all fit in one block."""
+    from malt.numerics.kron_observed import BLOCK_BYTES, NARROW_WIDTH
+    m = 4 * BLOCK_BYTES // (8 * NARROW_WIDTH)
+    rows, cols = RNG.integers(0, 50, 500), RNG.integers(0, m, 500)
+    assert Pattern(rows, cols, (50, m), width=NARROW_WIDTH).span == m // 4
+    assert Pattern(rows, cols, (50, m), width=NARROW_WIDTH + 1).span == m
+    assert Pattern(rows, cols % 100, (50, 100), width=1).span == 100
+
+
 @pytest.mark.timeout(60)
 def test_column_blocks_change_no_solution(monkeypatch):
     """The block size is a cache knob, not an approximation: the observed Kronecker-sum posterior and a
@@ -130,6 +142,7 @@ def test_column_blocks_change_no_solution(monkeypatch):
 
     one = fits()
     monkeypatch.setattr(kron_observed, "BLOCK_BYTES", 1)
+    monkeypatch.setattr(kron_observed, "NARROW_WIDTH", 10**6)
     blocked = fits()
     assert one[3] == m and blocked[3] == 1
     np.testing.assert_allclose(blocked[0], one[0], rtol=1e-9, atol=1e-9)
