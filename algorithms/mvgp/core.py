@@ -189,21 +189,21 @@ def _parts(U, V, GM, GN, rows, cols, y, inv_s2, frob, lam, unrated=0.0, offset=N
     2 (aᵀZ)(Wᵀb) + ‖a‖²‖b‖²), at O((M + N) r) more."""
     Z = U if GM is None else GM @ U
     W = V if GN is None else GN @ V
-    w = (lambda name: None) if work is None else (lambda name: getattr(work, name))
-    fl = sampled_products(Z, W, rows, cols, out=w("fitted"))
+    fitted, residual, scratch, U2, V2 = (None,) * 5 if work is None else \
+        (work.fitted, work.residual, work.scratch, work.U[0], work.V[0])
+    fl = sampled_products(Z, W, rows, cols, out=fitted)
     if offset is not None:
         fl += offset[0][rows] * offset[1][cols]
-    r = np.subtract(fl, y, out=w("residual"))
-    squares = (np.multiply(U, U, out=None if work is None else work.U[0]),
-               np.multiply(V, V, out=None if work is None else work.V[0]))
-    f = np.multiply(0.5 * inv_s2, r, out=w("scratch")) @ r + lam * 0.5 * (np.sum(squares[0]) + np.sum(squares[1]))
+    r = np.subtract(fl, y, out=residual)
+    f = np.multiply(0.5 * inv_s2, r, out=scratch) @ r + lam * 0.5 * (np.sum(np.multiply(U, U, out=U2))
+                                                                      + np.sum(np.multiply(V, V, out=V2)))
     if unrated:
         whole = np.sum((Z.T @ Z) * (W.T @ W))
         if offset is not None:
             a, b = offset
             whole += 2.0 * (a @ Z) @ (W.T @ b) + (a @ a) * (b @ b)
         f += 0.5 * inv_s2 * unrated * (whole - fl @ fl)
-        r -= np.multiply(unrated, fl, out=w("scratch"))
+        r -= np.multiply(unrated, fl, out=scratch)
     if frob:
         f += 0.5 * frob * np.sum((U.T @ U) * (V.T @ V))
     return f, r, Z, W
