@@ -75,7 +75,7 @@ class Pattern:
     positions come row-major (a scipy COO after ``sum_duplicates``), O(L log L) otherwise; a block's CSR index
     arrays are built once and shared by every `matrix`."""
 
-    def __init__(self, rows, cols, shape, width: int = 16, span: int | None = None):
+    def __init__(self, rows, cols, shape, width: int = NARROW_WIDTH, span: int | None = None):
         rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
         self.shape = (int(shape[0]), int(shape[1]))
         n, m = self.shape
@@ -104,9 +104,9 @@ class Pattern:
         n, m = self.shape
         parts = []
         for b, (indptr, indices) in enumerate(zip(self.indptrs, self.indices)):
-            width = min(self.span, m - b * self.span)
+            columns = min(self.span, m - b * self.span)
             parts.append(sp.csr_matrix((values[self.starts[b]:self.starts[b + 1]], indices, indptr),
-                                       shape=(n, width)))
+                                       shape=(n, columns)))
         return ObservedMatrix(parts, self.span, self.shape)
 
 
