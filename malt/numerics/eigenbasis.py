@@ -74,37 +74,48 @@ def top_eigenpairs(matmat: Callable[[np.ndarray], np.ndarray], size: int, rank: 
 
     Cost: q + 1 products of A with b vectors (the Rayleigh–Ritz step reuses A times each block but the last,
     which the Krylov iteration already computed), O(size (q b)²) for the orthonormalisation, O((q b)³) for the small
-    eigenproblem; memory O(size q b). Nothing of size × size unless size ≤ q b.
+    eigenproblem; memory two (size, q b) arrays (the basis and A times it, filled block by block in place) and two
+    blocks. Nothing of size × size unless size ≤ q b.
     """
     rank = int(min(rank, size))
     b = min(rank + oversample, size)
     if not krylov_space(size, rank, blocks=blocks, oversample=oversample):
         w, V = np.linalg.eigh(_symmetric(matmat(np.eye(size))))
-    else:
-        Q = orthonormal_basis(matmat(rng.standard_normal((size, b))))
-        if Q.shape[1] < b:  # a product of rank < b: complete it with the random block's own directions
-            Q = np.linalg.qr(np.hstack([Q, rng.standard_normal((size, b - Q.shape[1]))]))[0]
-        basis, applied = [Q], []                  # applied[i] = A basis[i], reused by the Rayleigh–Ritz step
-        for _ in range(blocks - 1):
-            Y = matmat(basis[-1])
-            applied.append(Y.copy())
-            scale = float(np.abs(Y).max(initial=0.0))
-            for _ in range(2):  # block Gram–Schmidt, repeated once for orthogonality to working precision
-                for B in basis:
-                    Y -= B @ (B.T @ Y)
-            # directions the space already holds leave only rounding error, which is not orthogonal to it
-            U = orthonormal_basis(Y, floor=1e-10 * max(scale, 1e-300))
-            if U.shape[1] == 0:
-                break
+        order = np.argsort(-w, kind="stable")[:rank]
+        return w[order], V[:, order]
+    Q = np.empty((size, blocks * b))   # the Krylov basis, block by block
+    AQ = np.empty((size, blocks * b))  # A times each block of it, reused by the Rayleigh–Ritz step
+    first = orthonormal_basis(matmat(rng.standard_normal((size, b))))
+    if first.shape[1] < b:  # a product of rank < b: complete it with the random block's own directions
+        first = np.linalg.qr(np.hstack([first, rng.standard_normal((size, b - first.shape[1]))]))[0]
+    Q[:, :b] = first
+    bounds = [(0, b)]  # the blocks' columns in Q
+    cols, applied = b, 0  # columns of Q filled; columns of AQ filled
+    for _ in range(blocks - 1):
+        AQ[:, applied:cols] = matmat(Q[:, applied:cols])
+        Y = AQ[:, applied:cols].copy()
+        applied = cols
+        scale = float(np.abs(Y).max(initial=0.0))
+        basis = [Q[:, start:stop] for start, stop in bounds]
+        for _ in range(2):  # block Gram–Schmidt, repeated once for orthogonality to working precision
             for B in basis:
-                U -= B @ (B.T @ U)
-            basis.append(orthonormal_basis(U))
-        Q = np.hstack(basis)
-        AQ = np.hstack(applied if len(applied) == len(basis) else applied + [matmat(basis[-1])])
-        w, S = np.linalg.eigh(_symmetric(Q.T @ AQ))
-        V = Q @ S
+                Y -= B @ (B.T @ Y)
+        # directions the space already holds leave only rounding error, which is not orthogonal to it
+        U = orthonormal_basis(Y, floor=1e-10 * max(scale, 1e-300))
+        if U.shape[1] == 0:
+            break
+        for B in basis:
+            U -= B @ (B.T @ U)
+        U = orthonormal_basis(U)
+        Q[:, cols:cols + U.shape[1]] = U
+        bounds.append((cols, cols + U.shape[1]))
+        cols += U.shape[1]
+    if applied < cols:
+        AQ[:, applied:cols] = matmat(Q[:, applied:cols])
+    Q, AQ = Q[:, :cols], AQ[:, :cols]
+    w, S = np.linalg.eigh(_symmetric(Q.T @ AQ))
     order = np.argsort(-w, kind="stable")[:rank]
-    return w[order], V[:, order]
+    return w[order], Q @ S[:, order]
 
 
 def krylov_space(size: int, rank: int, *, blocks: int = KRYLOV_BLOCKS, oversample: int = KRYLOV_OVERSAMPLE) -> bool:
