@@ -121,6 +121,30 @@ def test_pattern_cuts_only_narrow_factors_into_blocks():
     assert Pattern(rows, cols % 100, (50, 100), width=1).span == 100
 
 
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("block_bytes", [1, 300, None])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scattered_products_are_bitwise_the_csr_products(monkeypatch, block_bytes, dtype):
+    """`scattered(A)` @ X — Aᵀ's entries in blocks of A's rows, X read a chunk of columns at a time — adds each
+    output entry's terms in the order scipy's CSR product does, so it is bitwise that product (the reference),
+    for every block size and for vectors, narrow blocks and blocks wider than one chunk; with empty rows and
+    columns, and against numpy's dense product to rounding."""
+    from malt.numerics import kron_observed
+    if block_bytes is not None:
+        monkeypatch.setattr(kron_observed, "BLOCK_BYTES", block_bytes)
+    a, s, L = 23, 17, 120
+    rows, cols = RNG.integers(0, a - 2, L), RNG.integers(1, s, L)  # rows a-2, a-1 and column 0 stay empty
+    A = sp.csr_matrix((RNG.standard_normal(L), (rows, cols)), shape=(a, s))
+    S = kron_observed.scattered(A, dtype)
+    assert len(S.blocks) == (1 if block_bytes is None else -(-a // max(1, block_bytes // 128)))
+    reference = A.astype(dtype)
+    for X in (RNG.standard_normal(s), RNG.standard_normal((s, 3)), RNG.standard_normal((s, 70))):
+        got = S @ X
+        assert got.dtype == dtype and got.shape == (a,) + X.shape[1:]
+        np.testing.assert_array_equal(got, reference @ X.astype(dtype))
+        np.testing.assert_allclose(got, A.toarray() @ X, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-5)
+
+
 @pytest.mark.timeout(60)
 def test_column_blocks_change_no_solution(monkeypatch):
     """The block size is a cache knob, not an approximation: the observed Kronecker-sum posterior and a

@@ -38,7 +38,7 @@ import scipy.sparse as sp
 
 from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis, krylov_space
 from malt.errors import DataError
-from malt.numerics.kron_observed import ObservedKroneckerSum, ScatterMatrix, preconditioned_cg
+from malt.numerics.kron_observed import ObservedKroneckerSum, preconditioned_cg, scattered
 
 MEMORY_LIMIT = 3 * 2 ** 30
 """Bytes of dense kernels and users × items work arrays the ratings path may allocate (8 (n² + m² + 3nm))."""
@@ -211,11 +211,11 @@ class ZeroFilled:
         self.total = float(t @ t - n * (self.cbar @ self.cbar)) / (n * m)
 
     def _products(self, single: bool):
-        """(T, Tᵀ), in single precision and as `ScatterMatrix` with ``single`` (as `MomentKernel.matmat`'s)."""
+        """(T, Tᵀ), in single precision and `scattered` with ``single`` (as `MomentKernel.matmat`'s)."""
         if not single:
             return self.T, self.Tt
         if self._single is None:
-            self._single = (ScatterMatrix(self.T, np.float32), ScatterMatrix(self.Tt, np.float32))
+            self._single = (scattered(self.T, np.float32), scattered(self.Tt, np.float32))
         return self._single
 
     def gram_rows(self, X: np.ndarray, single: bool = False) -> np.ndarray:
@@ -376,7 +376,7 @@ class MomentKernel:
 
     def matmat(self, X: np.ndarray, single: bool = False) -> np.ndarray:
         """K X for X (size, p). ``single``: the Gram part's two sparse products in single precision (relative error
-        ~1e-7) and in scatter form (`ScatterMatrix`, the same sums in the same order as CSR products), for
+        ~1e-7) and in scatter form (`scattered`, the same sums in the same order as CSR products), for
         products that only feed a randomised Krylov space (`krylov_space`), which approximates the top eigenpairs
         far more coarsely: at 10⁶ ratings and more X no longer sits in cache, and its rows are half the bytes."""
         out = np.empty((self.size, X.shape[1]))
@@ -388,7 +388,7 @@ class MomentKernel:
             return out
         if single:
             if self._single is None:
-                self._single = (ScatterMatrix(self.R, np.float32), ScatterMatrix(self.Rt, np.float32))
+                self._single = (scattered(self.R, np.float32), scattered(self.Rt, np.float32))
             R32, Rt32 = self._single
             out[:] = Rt32 @ (R32 @ X)
         else:

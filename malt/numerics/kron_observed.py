@@ -44,7 +44,7 @@ block's slice stays in cache beside the other operands."""
 
 
 CHUNK_BYTES = 128
-"""Bytes of each row of X that one pass of a `ScatterMatrix` product reads: two 64-byte cache lines (32 single- or
+"""Bytes of each row of X that one pass of a `scattered` product reads: two 64-byte cache lines (32 single- or
 16 double-precision columns)."""
 
 
@@ -84,6 +84,7 @@ class Pattern:
         rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
         self.shape = (int(shape[0]), int(shape[1]))
         n, m = self.shape
+        self.width = int(width)
         if span is None:
             span = max(1, BLOCK_BYTES // (8 * max(int(width), 1))) if width <= NARROW_WIDTH else m
         self.span = min(int(span), max(m, 1))
@@ -104,72 +105,67 @@ class Pattern:
             self.indptrs.append(np.concatenate([[0], np.cumsum(counts)]).astype(index))
             self.indices.append((self.cols[e] - b * self.span).astype(index))
 
-    def matrix(self, values) -> ObservedMatrix:
-        values = np.asarray(values, dtype=float)
+    def matrix(self, values, dtype=np.float64) -> ObservedMatrix:
+        """The values (in the pattern's order) as an `ObservedMatrix` whose products run in precision ``dtype``."""
+        values = np.asarray(values, dtype=dtype)
         n, m = self.shape
         parts = []
         for b, (indptr, indices) in enumerate(zip(self.indptrs, self.indices)):
             columns = min(self.span, m - b * self.span)
             parts.append(sp.csr_matrix((values[self.starts[b]:self.starts[b + 1]], indices, indptr),
                                        shape=(n, columns)))
-        return ObservedMatrix(parts, self.span, self.shape)
+        return ObservedMatrix(parts, self.span, self.shape, chunk_bytes=8 * max(self.width, 1))
 
 
 class ObservedMatrix:
     """A sparse (n, m) matrix with values on a `Pattern`, kept as its column blocks: ``R @ X`` (X (m,) or
-    (m, k)) and ``R.T @ Y`` (Y (n,) or (n, k)), each O(L k), block by block (see `Pattern`)."""
+    (m, k)) and ``R.T @ Y`` (Y (n,) or (n, k)), each O(L k), block by block (see `Pattern`), in the precision of
+    its values. ``R.T @ Y`` scatters: each entry adds its value times a row of Y to a row of its block's slice of
+    the result. It reads Y ``chunk_bytes`` of each row at a time (the pattern's width), so that slice stays in
+    cache while Y streams through in order; wider Y is taken in chunks of columns (`scattered`)."""
 
-    def __init__(self, blocks, span: int, shape, transposed: bool = False):
+    def __init__(self, blocks, span: int, shape, transposed: bool = False, chunk_bytes: int = 8 * NARROW_WIDTH):
         self.blocks, self.span, self.shape, self.transposed = blocks, span, tuple(shape), transposed
+        self.chunk_bytes = chunk_bytes
+        self.dtype = blocks[0].dtype
 
     @property
     def T(self) -> ObservedMatrix:
-        return ObservedMatrix(self.blocks, self.span, self.shape[::-1], not self.transposed)
+        return ObservedMatrix(self.blocks, self.span, self.shape[::-1], not self.transposed, self.chunk_bytes)
 
     def __matmul__(self, X):
-        X = np.asarray(X)
-        if self.transposed:  # Rᵀ Y: block b gives rows b·span … of the result
+        X = np.asarray(X, dtype=self.dtype)
+        if not self.transposed:
+            out = self.blocks[0] @ X[:self.span]
+            for b, B in enumerate(self.blocks[1:], start=1):
+                out += B @ X[b * self.span:(b + 1) * self.span]
+            return out
+        step = max(1, self.chunk_bytes // X.itemsize)
+        if X.ndim == 1 or X.shape[1] <= step:  # Rᵀ Y: block b gives rows b·span … of the result
             parts = [B.T @ X for B in self.blocks]
             return parts[0] if len(parts) == 1 else np.concatenate(parts)
-        out = self.blocks[0] @ X[:self.span]
-        for b, B in enumerate(self.blocks[1:], start=1):
-            out += B @ X[b * self.span:(b + 1) * self.span]
-        return out
-
-
-class ScatterMatrix:
-    """A sparse (a, s) matrix A kept for products A X with wide dense X (s, k), computed in scatter form.
-
-    Aᵀ's entries are held as a `Pattern` in column blocks (blocks of A's rows), and X is read ``CHUNK_BYTES`` of
-    each row at a time: each entry (u, i) adds A_ui X[i, chunk] to row u of its block's result, a slice that
-    stays in cache while X streams through in order. A CSR product gathers X's rows at random instead, from
-    memory once X outgrows the cache (7·10⁶ entries of a 500,000 × 500,000 matrix, k = 110 in single precision,
-    one thread: 1.00 s as CSR, 0.31 s in blocks of 32 columns; 2.1·10⁶ entries, 150,000 × 150,000: 0.18 and
-    0.07 s). Every output entry adds its terms in the order of A's sorted columns, as the CSR product does, so
-    the result is bitwise the same. ``dtype``: the precision of the entries and the products. Cost O(nnz · k)
-    per product; memory O(nnz) and one (s + 1) index array per block."""
-
-    def __init__(self, A, dtype=np.float64):
-        A = sp.csr_matrix(A)
-        A.sum_duplicates()
-        self.shape, self.dtype = A.shape, np.dtype(dtype)
-        At = A.T.tocsr().tocoo()  # Aᵀ's entries in row-major order
-        pattern = Pattern(At.row, At.col, At.shape, width=CHUNK_BYTES // 8)
-        blocks = pattern.matrix(At.data[pattern.order]).blocks
-        self.parts = [B.T.astype(self.dtype) for B in blocks]  # (rows of A in the block, s), compressed columns
-        self.starts = [b * pattern.span for b in range(len(blocks))]
-
-    def __matmul__(self, X) -> np.ndarray:
-        X = np.asarray(X)
-        if X.ndim == 1:
-            return (self @ X[:, None])[:, 0]
         out = np.empty((self.shape[0], X.shape[1]), dtype=self.dtype)
-        step = max(1, CHUNK_BYTES // self.dtype.itemsize)
         for c in range(0, X.shape[1], step):
-            chunk = np.ascontiguousarray(X[:, c:c + step], dtype=self.dtype)
-            for part, start in zip(self.parts, self.starts):
-                out[start:start + part.shape[0], c:c + step] = part @ chunk
+            chunk = np.ascontiguousarray(X[:, c:c + step])
+            for b, B in enumerate(self.blocks):
+                out[b * self.span:b * self.span + B.shape[1], c:c + step] = B.T @ chunk
         return out
+
+
+def scattered(A, dtype=np.float64) -> ObservedMatrix:
+    """A sparse (a, s) matrix A kept for products A X with wide dense X (s, k), computed by scattering: the
+    transpose of an `ObservedMatrix` of Aᵀ, whose column blocks are blocks of A's rows and whose products read X
+    ``CHUNK_BYTES`` of each row at a time. A CSR product gathers X's rows at random instead, from memory once X
+    outgrows the cache (7·10⁶ entries of a 500,000 × 500,000 matrix, k = 110 in single precision, one thread: 1.00 s
+    as CSR, 0.31 s in blocks of 32 columns; 2.1·10⁶ entries, 150,000 × 150,000: 0.18 and 0.07 s). Every output entry
+    adds its terms in the order of A's sorted columns, as the CSR product does, so the result is bitwise the same.
+    ``dtype``: the precision of the entries and the products. Cost O(nnz · k) per product; memory O(nnz) and one
+    (s + 1) index array per block."""
+    A = sp.csr_matrix(A)
+    A.sum_duplicates()
+    At = A.T.tocsr().tocoo()  # Aᵀ's entries in row-major order
+    pattern = Pattern(At.row, At.col, At.shape, width=CHUNK_BYTES // 8)
+    return pattern.matrix(At.data[pattern.order], dtype).T
 
 
 def preconditioned_cg(apply, b: np.ndarray, D: np.ndarray, *, tol: float, max_iter: int, progress=None):
@@ -242,10 +238,12 @@ class ObservedKroneckerSum:
         if (left.size, right.size) != self.shape:
             raise ValueError(f"eigenbases of sizes {left.size}, {right.size} do not fit a {shape} matrix")
         self.left, self.right = left, right
-        self.pattern = Pattern(rows, cols, self.shape, width=left.vectors.shape[1] + right.vectors.shape[1])
-        ones = self.pattern.matrix(np.ones(self.pattern.rows.size))
-        self.col_sq = np.asarray(ones.T @ (left.vectors ** 2))  # (m, r1): Σ_{i ∈ O_j} V1[i, a]²
-        self.row_sq = np.asarray(ones @ (right.vectors ** 2))  # (n, r2): Σ_{j ∈ O_i} V2[j, b]²
+        # both products scatter (`ObservedMatrix`): Jᵀ's Ω part over the pattern, its Υ part over the transposed one
+        self.pattern = p = Pattern(rows, cols, self.shape, width=CHUNK_BYTES // 8)
+        self.transposed = Pattern(p.cols, p.rows, self.shape[::-1], width=CHUNK_BYTES // 8)
+        ones = np.ones(p.rows.size)
+        self.col_sq = p.matrix(ones).T @ (left.vectors ** 2)  # (m, r1): Σ_{i ∈ O_j} V1[i, a]²
+        self.row_sq = self.transposed.matrix(ones).T @ (right.vectors ** 2)  # (n, r2): Σ_{j ∈ O_i} V2[j, b]²
 
     def excess(self, basis: Eigenbasis) -> np.ndarray:
         """λ − ρ: the eigenvalues above the white-noise level the complement contributes."""
@@ -267,7 +265,7 @@ class ObservedKroneckerSum:
         called after every iteration.
         """
         n, m = self.shape
-        p = self.pattern
+        p, pt = self.pattern, self.transposed
         y = np.asarray(y, dtype=float)[p.order]
         tau = 1.0 / (noise + scale * self.white())
         A1 = self.left.vectors * np.sqrt(scale * self.excess(self.left))
@@ -279,8 +277,8 @@ class ObservedKroneckerSum:
 
         def scatter(e):
             """τ Jᵀ e: (Ω part (m, r1), Υ part (n, r2)) flattened."""
-            E = p.matrix(tau * e)
-            return np.concatenate([np.asarray(E.T @ A1).ravel(), np.asarray(E @ A2).ravel()])
+            e = tau * e
+            return np.concatenate([(p.matrix(e).T @ A1).ravel(), (pt.matrix(e[pt.order]).T @ A2).ravel()])
 
         def gather(theta):
             """J θ: the model's entries [A1, Υ][i] · [Ω, A2][j] at the observed positions (one pass)."""
