@@ -287,7 +287,13 @@ def _band_system(S, band, resolved):
     layer, column = np.unique(edge.indices[keep], return_inverse=True)
     row = np.repeat(np.arange(edge.shape[0]), np.diff(edge.indptr))[keep]
     coupling = sp.csr_matrix((edge.data[keep], (column, row)), shape=(layer.size, edge.shape[0]))
-    return rows[:, band], boundary, layer, coupling
+    position = np.full(S.shape[1], -1, dtype=rows.indices.dtype)  # rows[:, band] in one pass: band is sorted
+    position[band] = np.arange(band.size)
+    columns = position[rows.indices]
+    inside = columns >= 0
+    indptr = np.concatenate([[0], np.cumsum(inside)])[rows.indptr]
+    return (sp.csr_matrix((rows.data[inside], columns[inside], indptr), shape=(band.size, band.size)), boundary,
+            layer, coupling)
 
 
 def _band_rhs(alpha, B_band, S, band, seeds, resolved, mantissa, log_scale):

@@ -212,6 +212,7 @@ class ConjugateGradients:
         Z = R if self.M is None else self.M(R)
         rz = rr.copy() if self.M is None else _dots(R, Z)
         P = Z.copy()
+        scratch = np.empty_like(P)  # a step's update, written into one array rather than a fresh one per iteration
         it = 0
         while active.any():
             if it >= self.maxiter:
@@ -222,7 +223,7 @@ class ConjugateGradients:
             it += 1
             AP = self.matvec(P)
             step = np.where(active, rz / np.where(active, _dots(P, AP), 1.0), 0.0)
-            X += P * step
+            X += np.multiply(P, step, out=scratch)
             AP *= step  # = r − r₊
             R -= AP
             rr = _dots(R, R)
