@@ -76,7 +76,9 @@ class Pattern:
     columns of the factors the products will multiply; it sizes the blocks (``BLOCK_BYTES`` each) and changes
     no value. Only narrow factors are blocked (``width`` ≤ ``NARROW_WIDTH``): a wide row is a stream of cache
     lines whose fetch the hardware overlaps, and each block adds a pass over the (n, width) result (same
-    pattern at width 100: 1.06–1.44 s in one block, 2.75 s in three, 1.85 s in six). Building it costs O(L) when the
+    pattern at width 100: 1.06–1.44 s in one block, 2.75 s in three, 1.85 s in six); a wide factor is instead
+    multiplied by a pattern built for a narrow width, a chunk of its columns at a time (`ObservedMatrix`, `scattered`,
+    `ObservedKroneckerSum`), where the blocks pay off again. Building it costs O(L) when the
     positions come row-major (a scipy COO after ``sum_duplicates``), O(L log L) otherwise; a block's CSR index
     arrays are built once and shared by every `matrix`."""
 
@@ -134,21 +136,22 @@ class ObservedMatrix:
         return ObservedMatrix(self.blocks, self.span, self.shape[::-1], not self.transposed, self.chunk_bytes)
 
     def __matmul__(self, X):
-        X = np.asarray(X, dtype=self.dtype)
-        if not self.transposed:
-            out = self.blocks[0] @ X[:self.span]
-            for b, B in enumerate(self.blocks[1:], start=1):
-                out += B @ X[b * self.span:(b + 1) * self.span]
+        X = np.asarray(X)
+        step = max(1, self.chunk_bytes // self.dtype.itemsize)
+        if self.transposed and X.ndim == 2 and X.shape[1] > step:  # Rᵀ Y a chunk of Y's columns at a time
+            out = np.empty((self.shape[0], X.shape[1]), dtype=self.dtype)
+            for c in range(0, X.shape[1], step):
+                chunk = np.ascontiguousarray(X[:, c:c + step], dtype=self.dtype)
+                for b, B in enumerate(self.blocks):
+                    out[b * self.span:b * self.span + B.shape[1], c:c + step] = B.T @ chunk
             return out
-        step = max(1, self.chunk_bytes // X.itemsize)
-        if X.ndim == 1 or X.shape[1] <= step:  # Rᵀ Y: block b gives rows b·span … of the result
+        X = X.astype(self.dtype, copy=False)
+        if self.transposed:  # Rᵀ Y: block b gives rows b·span … of the result
             parts = [B.T @ X for B in self.blocks]
             return parts[0] if len(parts) == 1 else np.concatenate(parts)
-        out = np.empty((self.shape[0], X.shape[1]), dtype=self.dtype)
-        for c in range(0, X.shape[1], step):
-            chunk = np.ascontiguousarray(X[:, c:c + step])
-            for b, B in enumerate(self.blocks):
-                out[b * self.span:b * self.span + B.shape[1], c:c + step] = B.T @ chunk
+        out = self.blocks[0] @ X[:self.span]
+        for b, B in enumerate(self.blocks[1:], start=1):
+            out += B @ X[b * self.span:(b + 1) * self.span]
         return out
 
 
