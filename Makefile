@@ -36,6 +36,7 @@ docs: $(BIN)/.docs-installed
 	@echo "docs/_build/html/index.html"
 
 bench: install
+	$(BIN)/pip install -q -e '.[bench]'
 	@for script in tests/benchmarks/bench_*.py; do [ $$script = tests/benchmarks/bench_scale.py ] && continue; echo "== $$script"; PYTHONPATH=. MALT_DATA=$(FIGDATA) $(BIN)/python $$script || exit 1; done
 
 # The matrix models at the scale of real rating matrices (issue 36): hours at full sizes; QUICK=1 for minutes.

@@ -1,0 +1,60 @@
+"""Benchmark: the cost at equal accuracy (issue 46) — every headline default beside the fastest peer that
+reaches its accuracy, one BLAS thread each, interleaved, median of repeats (tests/benchmarks/equal_accuracy).
+
+    python tests/benchmarks/bench_equal_accuracy.py [--quick] [--only ratings missing ...] [--json FILE]
+
+Columns: our accuracy and CPU s, the peer's, ratio = ours / peer (goal ≤ 2), our floor (one fit at the
+chosen setting, goal ≤ 3× it), peak traced MiB of each. Printed, never asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+FAMILIES = ("ratings", "missing", "multilabel", "graph")
+
+
+def fmt(x: float, digits: int = 3) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}g}"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller data and fewer repeats (minutes)")
+    parser.add_argument("--only", nargs="*", default=None, choices=FAMILIES)
+    parser.add_argument("--json", default=None, help="also write every row as JSON to this file")
+    args = parser.parse_args(argv)
+    rows = []
+    for family in args.only or FAMILIES:
+        try:
+            module = importlib.import_module(f"tests.benchmarks.equal_accuracy.{family}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"tests.benchmarks.equal_accuracy.{family}":
+                raise
+            print(f"[{family}] no rows yet", file=sys.stderr)
+            continue
+        for row in module.rows(args.quick):
+            rows.append(row)
+            print(f"[{family}] {row.model} on {row.dataset}: done", file=sys.stderr, flush=True)
+    header = ("model", "data", "metric", "ours", "ours CPU s", "peer", "peer acc", "peer CPU s", "ratio",
+              "floor CPU s", "×floor", "ours MiB", "peer MiB", "note")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for r in rows:
+        peer = r.peer if not r.peer_missing else f"{r.peer} (missing: {r.peer_missing})"
+        print("| " + " | ".join([r.model, r.dataset, r.metric, fmt(r.ours_acc, 4), fmt(r.ours_cpu), peer,
+                                 fmt(r.peer_acc, 4), fmt(r.peer_cpu), fmt(r.ratio, 2), fmt(r.floor_cpu),
+                                 fmt(r.floor_ratio, 2), fmt(r.ours_peak_mib), fmt(r.peer_peak_mib), r.note]) + " |")
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.as_dict() for r in rows], indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
