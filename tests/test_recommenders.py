@@ -54,6 +54,21 @@ def test_row_grams_and_ridge_rows_match_a_loop_over_rows():
         np.testing.assert_allclose(U[i], expect, atol=1e-10)
 
 
+def test_ridge_rows_gives_rows_without_observations_the_exact_solution_zero():
+    """argmin_u uᵀ diag(reg) u = 0: the rows left out of the batched solve are zero, the others unchanged."""
+    rng = np.random.default_rng(6)
+    R = sp.random(9, 6, density=0.5, random_state=3, format="csr")
+    R = sp.csr_matrix(R.multiply(sp.diags((np.arange(9) % 3 != 0).astype(float)) @ np.ones((9, 6))))
+    R.eliminate_zeros()
+    V = rng.standard_normal((6, 2))
+    U = ridge_rows(R, V, 0.7)
+    for i in range(9):
+        o = R[i].indices
+        expect = np.zeros(2) if o.size == 0 else np.linalg.solve(V[o].T @ V[o] + 0.7 * np.eye(2), V[o].T @ R[i].data)
+        np.testing.assert_allclose(U[i], expect, atol=1e-12)
+    assert np.all(U[::3] == 0)
+
+
 def _objective(theta, train, rank, reg, reg_bias, mu):
     n, m = train.shape
     bu, bi = theta[:n], theta[n:n + m]
@@ -75,6 +90,54 @@ def test_biased_mf_converges_to_a_stationary_point_of_its_objective():
     assert at_als == pytest.approx(f["objective"][-1], rel=1e-10)
     polished = minimize(_objective, theta, args=args, method="L-BFGS-B", options={"gtol": 1e-12, "ftol": 1e-15})
     assert polished.fun >= at_als - 1e-6 * at_als
+
+
+def test_warm_starts_keep_a_fixed_point_and_zero_factors_fit_the_bias_model():
+    """A converged fit is a fixed point of the sweeps (restarting there stays there), and zero factors
+    are one too: ALS from them is block coordinate descent on the biases alone, whose minimiser
+    `fit_biases` gives in closed form (checked against the normal equations above)."""
+    train, _, _ = _ratings(15, 10, seed=7)
+    f = als_biased_mf(train, rank=2, reg=0.5, reg_bias=1.0, iterations=5000, tol=1e-15)
+    again = als_biased_mf(train, rank=2, reg=0.5, reg_bias=1.0, iterations=1, start=f)
+    np.testing.assert_allclose(again["P"], f["P"], atol=1e-6)
+    np.testing.assert_allclose(again["objective"][-1], f["objective"][-1], rtol=1e-10)
+    zero = {**f, "P": np.zeros_like(f["P"]), "Q": np.zeros_like(f["Q"])}
+    biases_only = als_biased_mf(train, rank=2, reg=0.5, reg_bias=3.0, iterations=5000, tol=1e-15, start=zero)
+    b = fit_biases(train, 3.0, 3.0, iterations=10_000, tol=1e-14)
+    assert not np.any(biases_only["P"]) and not np.any(biases_only["Q"])
+    np.testing.assert_allclose(biases_only["bu"], b.user, atol=1e-8)
+    np.testing.assert_allclose(biases_only["bi"], b.item, atol=1e-8)
+
+
+def test_biased_mf_penalty_path_prunes_after_the_turn_and_reports_its_choice():
+    """The λ path (strongest first) stops at the first candidate worse than its predecessor: every
+    candidate after it scores inf; the chosen penalties are in the diagnostics."""
+    from malt.algorithms.recommenders import BiasedMFParams, choose_penalties
+
+    train, _, _ = _ratings(60, 40, density=0.3, seed=8, rank=3)
+    params = BiasedMFParams(reg_grid=(100.0, 30.0, 10.0, 3.0, 1.0, 0.3, 0.1, 0.03))
+    chosen, diagnostics, start = choose_penalties(params, train, np.random.default_rng(0))
+    assert diagnostics["selected_reg"] == chosen.reg and diagnostics["selected_reg_bias"] == chosen.reg_bias
+    assert chosen.reg_bias in params.reg_bias_grid and start["P"].shape == (60, 10)
+    from malt.numerics import selection
+    scores = []
+    original = selection.select
+
+    def spy(options, evaluate, ids, **kw):
+        out = original(options, evaluate, ids, **kw)
+        scores.append(out.scores)
+        return out
+    import malt.algorithms.recommenders as rec
+    rec.select = spy
+    try:
+        choose_penalties(params, train, np.random.default_rng(0))
+    finally:
+        rec.select = original
+    path = scores[-1]
+    finite = np.isfinite(path)
+    turn = int(np.argmin(finite)) if not finite.all() else path.size
+    assert 1 < turn < path.size and not finite[turn:].any()   # this path turns before its weakest λ
+    assert path[turn - 1] > path[turn - 2]                     # ... at the first increase
 
 
 def test_biased_mf_recovers_a_complete_biased_low_rank_matrix():
