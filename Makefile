@@ -5,7 +5,7 @@ BIN     = $(VENV)/bin
 MALT    = $(BIN)/malt
 DEMO   ?= demo-results
 
-.PHONY: install demo test docs bench bench-scale clean trials-store
+.PHONY: install demo test lint docs bench bench-scale clean trials-store
 
 $(BIN)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto tests
+
+# The layering contracts of pyproject.toml on the package as installed (lint-imports alone cannot see
+# the mapped algorithms/, datasets/, repository/ of an editable install; tests/lint_imports.py stages them).
+lint: install
+	$(BIN)/python -m tests.lint_imports
 
 # The documentation site (docs/): Sphinx with numpydoc and sphinx-gallery; warnings are errors.
 $(BIN)/.docs-installed: $(BIN)/.installed pyproject.toml

@@ -27,18 +27,32 @@ from malt.splits import MissingSplit, MultilabelSplit, SemiSupervisedSplit
 
 
 class _MaltEstimator(BaseEstimator):
-    """Constructor parameters = the algorithm's Params fields (set in `_with_params`)."""
+    """Either a generic wrapper (constructor ``algorithm``, ``params``, ``random_state``; the
+    algorithm is checked against the registered ones of ``task`` when fitting) or, through
+    `_with_params`, one algorithm's estimator whose constructor parameters are its Params fields."""
 
-    algorithm: str = ""
+    task: str = ""  # the malt task whose algorithms the wrapper accepts
+    check_exemptions: dict[str, str] = {}  # scikit-learn check name -> why it cannot pass (see the docstring)
 
-    @classmethod
-    def _algo(cls):
-        return registry.get(cls.algorithm)
+    def _algo(self):
+        choices = [n for n, a in registry.algorithms().items() if self.task in a.tasks]
+        if not isinstance(self.algorithm, str) or self.algorithm not in choices:
+            raise ValueError(f"The 'algorithm' parameter of {type(self).__name__} must be one of "
+                             f"{', '.join(choices)}. Got {self.algorithm!r} instead.")
+        return registry.get(self.algorithm)
+
+    def _param_values(self, algo) -> dict:
+        values = dict(self.params or {})
+        unknown = sorted(set(values) - set(algo.Params.names()))
+        if unknown:
+            raise ValueError(f"The 'params' of {type(self).__name__} name no parameter of '{algo.name}': "
+                             f"{', '.join(unknown)}; its parameters are {', '.join(algo.Params.names())}.")
+        return values
 
     def _malt_params(self):
         algo = self._algo()
         try:
-            return algo.Params(**{name: getattr(self, name) for name in algo.Params.names()})
+            return algo.Params(**self._param_values(algo))
         except InvalidParameterError as err:
             raise ValueError(str(err)) from None
 
@@ -63,11 +77,33 @@ def _with_params(cls, algorithm: str):
         for name in names:
             setattr(self, name, kwargs.get(name, defaults[name]))
 
+    def _algo(self):
+        return registry.get(algorithm)
+
+    def _param_values(self, algo) -> dict:
+        return {name: getattr(self, name) for name in algo.Params.names()}
+
     __init__.__signature__ = inspect.Signature(
         [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
         + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=defaults[n]) for n in names])
-    cls.__init__ = __init__
+    cls.__init__, cls._algo, cls._param_values = __init__, _algo, _param_values
     cls.algorithm = algorithm
+    return cls
+
+
+def expected_failed_checks(estimator) -> dict[str, str]:
+    """The scikit-learn estimator checks ``estimator`` is exempt from, with the reason (each is also
+    in its class docstring): what `check_estimator`/`parametrize_with_checks` take as
+    ``expected_failed_checks``."""
+    return dict(type(estimator).check_exemptions)
+
+
+def _document_exemptions(cls):
+    """Append the class's check exemptions, each named with its reason, to its docstring."""
+    if cls.check_exemptions:
+        lines = "\n".join(f"    * ``{name}``: {why}" for name, why in cls.check_exemptions.items())
+        cls.__doc__ = (f"{(cls.__doc__ or '').rstrip()}\n\n    Exempt from scikit-learn's estimator checks "
+                       f"(`expected_failed_checks`):\n\n{lines}\n")
     return cls
 
 
@@ -85,7 +121,18 @@ class MultilabelEstimator(ClassifierMixin, _MaltEstimator):
     ``predict`` returns the algorithm's decisions (the Hamming-family ones of `malt.numerics.decisions`) and
     ``predict_proba`` its probabilities: those it reports (BMR's calibration map, centred on its
     thresholds), else its scores when they are probabilities already (ML-kNN's posteriors), else their
-    logistic function."""
+    logistic function.
+
+    ``algorithm`` is any registered algorithm of the multilabel task (default ML-kNN, a standard
+    multi-label baseline); ``params`` a dict of its parameters (its defaults when None). The named
+    classes below (`BMRClassifier`, `MLkNNClassifier`, those of `make`) take the parameters directly."""
+
+    task = "multilabel"
+
+    def __init__(self, algorithm="mlknn", params=None, random_state=None):
+        self.algorithm = algorithm
+        self.params = params
+        self.random_state = random_state
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -167,7 +214,17 @@ class MultilabelEstimator(ClassifierMixin, _MaltEstimator):
 class ImputerEstimator(TransformerMixin, _MaltEstimator):
     """Impute the NaN entries of a matrix (transductive, like scikit-learn's KNNImputer: rows seen in
     ``fit`` help complete new rows). ``row_features`` (n, d), when given to ``fit``/``transform``,
-    is the side information the row kernel is built from."""
+    is the side information the row kernel is built from.
+
+    ``algorithm`` is any registered algorithm of the missing task (default PMA's MAP estimate,
+    `PMAImputer`); ``params`` a dict of its parameters (its defaults when None)."""
+
+    task = "missing"
+
+    def __init__(self, algorithm="pma-map", params=None, random_state=None):
+        self.algorithm = algorithm
+        self.params = params
+        self.random_state = random_state
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -210,7 +267,24 @@ class TransductiveClassifier(ClassifierMixin, _MaltEstimator):
     ``label_distributions_``. New points are labelled by the induction formula of Delalleau, Bengio &
     Le Roux (2005) — the graph-weighted average of their k nearest training points' label
     distributions, with the algorithm's own graph weighting and width — as LabelSpreading.predict
-    does, so one point's label never depends on the other points predicted with it."""
+    does, so one point's label never depends on the other points predicted with it.
+
+    A kNN graph over fewer points than k + 1 links every point to all the others (k is capped at
+    n − 1 for that fit, as ML-kNN caps it on a small training part). ``algorithm`` is any registered
+    algorithm of the semisupervised task (default the Gaussian fields of `LabelPropagationGF`);
+    ``params`` a dict of its parameters (its defaults when None)."""
+
+    task = "semisupervised"
+    check_exemptions = {
+        "check_classifiers_classes": "its last case fits the labels {-1, 1}, and -1 marks an unlabelled point "
+                                     "(as in LabelSpreading, which this check gives other labels by name), "
+                                     "leaving one class to propagate",
+    }
+
+    def __init__(self, algorithm="gf", params=None, random_state=None):
+        self.algorithm = algorithm
+        self.params = params
+        self.random_state = random_state
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -235,7 +309,7 @@ class TransductiveClassifier(ClassifierMixin, _MaltEstimator):
         self.X_ = X
         self.n_features_in_ = X.shape[1]
         split = SemiSupervisedSplit(X, codes, len(self.classes_), np.flatnonzero(codes < 0), 0)
-        prediction = self._algo()().run(split, self._malt_params(), self._context(X))
+        prediction = self._algo()().run(split, _capped_k(self._malt_params(), X.shape[0]), self._context(X))
         F = (np.asarray(prediction.scores, dtype=float) if prediction.scores is not None
              else np.eye(len(self.classes_))[np.asarray(prediction.labels, dtype=int)])
         self.label_distributions_ = _normalise(F)
@@ -268,6 +342,17 @@ class TransductiveClassifier(ClassifierMixin, _MaltEstimator):
         return self.classes_[np.argmax(proba, axis=1)]
 
 
+def _capped_k(params, n: int):
+    """``params`` with its neighbour count(s) capped at the n − 1 other points (unchanged when they fit)."""
+    names = type(params).names()
+    changes = {}
+    if n >= 2 and "k" in names and params.k > n - 1:
+        changes["k"] = n - 1
+    if n >= 2 and "k_grid" in names and max(params.k_grid, default=0) > n - 1:
+        changes["k_grid"] = tuple(dict.fromkeys(min(k, n - 1) for k in params.k_grid))
+    return params.derived(**changes) if changes else params
+
+
 def sp_vstack(blocks):
     import scipy.sparse as sp
 
@@ -294,7 +379,7 @@ def make(algorithm: str, task: str | None = None) -> type:
     name = "".join(part.capitalize() for part in algorithm.replace("-", " ").split()) + "Estimator"
     cls = type(name, (_BASES[task],), {"__doc__": f"{algo.summary()}\n\n{_BASES[task].__doc__}",
                                        "__module__": __name__})
-    return _with_params(cls, algorithm)
+    return _with_params(cls, algorithm)  # the base's docstring, exemptions included
 
 
 class BMRClassifier(MultilabelEstimator):
@@ -318,3 +403,7 @@ _with_params(BMRClassifier, "bmr")
 _with_params(MLkNNClassifier, "mlknn")
 _with_params(PMAImputer, "pma-map")
 _with_params(LabelPropagationGF, "gf")
+for _public in (MultilabelEstimator, ImputerEstimator, TransductiveClassifier, BMRClassifier, MLkNNClassifier,
+                PMAImputer, LabelPropagationGF):
+    _document_exemptions(_public)
+del _public

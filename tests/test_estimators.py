@@ -1,50 +1,18 @@
-"""scikit-learn estimators over malt's algorithms: the estimator checks, pipelines and grid search,
-and the same numbers as the registered algorithm on the same split."""
+"""scikit-learn estimators over malt's algorithms: pipelines and grid search, and the same numbers
+as the registered algorithm on the same split (scikit-learn's own estimator checks are in
+tests/test_estimator_checks.py)."""
 from __future__ import annotations
-
-import warnings
 
 import numpy as np
 import pytest
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.estimator_checks import check_estimator
 
 from malt import registry
 from malt.engine.context import Context
 from malt.estimators import BMRClassifier, LabelPropagationGF, MLkNNClassifier, PMAImputer, make
 from malt.splits import MissingSplit, MultilabelSplit
-
-# Checks a transductive or multi-label method cannot pass, with the reason (scikit-learn's own
-# LabelSpreading and KNNImputer need similar exceptions).
-EXPECTED = {
-    "MLkNNClassifier": {
-        "check_fit2d_1feature": "k = 10 neighbours need more than 10 training points (the check fits 10)",
-        "check_estimators_nan_inf": "k = 10 neighbours need more than 10 training points (the check fits 10)",
-    },
-    "LabelPropagationGF": {
-        "check_classifiers_one_label": "a graph method needs two labelled classes to propagate",
-        "check_classifiers_classes": "-1 marks unlabelled points (as in LabelSpreading), so classes {-1, 1} is one",
-        "check_fit2d_1feature": "the kNN graph needs more points than its k (the check fits 10 points)",
-        "check_estimators_nan_inf": "the kNN graph needs more points than its k (the check fits 10 points)",
-    },
-}
-
-
-def _checks(estimator):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        results = check_estimator(estimator, on_fail=None,
-                                  expected_failed_checks=EXPECTED.get(type(estimator).__name__, {}))
-    return {r["check_name"] for r in results if r["status"] == "failed"}
-
-
-@pytest.mark.timeout(300)
-@pytest.mark.parametrize("estimator", [BMRClassifier(), MLkNNClassifier(), PMAImputer(), LabelPropagationGF()],
-                         ids=lambda e: type(e).__name__)
-def test_scikit_learn_estimator_checks(estimator):
-    assert _checks(estimator) == set()
 
 
 def _multilabel(n=120, seed=0):

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.layout import cycles, import_graph, package_modules
+from tests.lint_imports import lint, stage
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTS = ("malt.cli", "malt.engine", "malt.tasks", "malt.numerics", "malt.results")
@@ -58,39 +59,33 @@ def test_each_part_says_its_job_and_what_it_may_import(part):
 
 
 def _staged(tmp_path: Path, extra: dict[str, str] | None = None) -> Path:
-    """The installed package copied into one tree (grimp walks a package's folder, and the editable
-    install maps algorithms/, datasets/, repository/ from outside malt/), plus ``extra`` lines
-    appended to named modules."""
-    out = tmp_path / "stage"
-    for name, path in package_modules().items():
-        parts = name.split(".")
-        dest = (out.joinpath(*parts) / "__init__.py" if path.name == "__init__.py"
-                else out.joinpath(*parts[:-1], parts[-1] + ".py"))
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, dest)
-        if extra and name in extra:
-            dest.write_text(dest.read_text() + "\n" + extra[name] + "\n")
-    return out
-
-
-def _lint(stage: Path) -> subprocess.CompletedProcess:
-    lint = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
-    assert lint, "import-linter is a test dependency (pip install -e '.[test]')"
-    return subprocess.run([lint, str(ROOT / "pyproject.toml"), "--no-cache"], cwd=stage, capture_output=True,
-                          text=True, env={"PYTHONPATH": str(stage), "PATH": "/usr/bin:/bin"}, timeout=120)
+    return stage(tmp_path / "stage", extra)
 
 
 @pytest.mark.timeout(180)
 def test_the_layering_contracts_hold(tmp_path):
-    out = _lint(_staged(tmp_path))
+    out = lint(_staged(tmp_path))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "0 broken" in out.stdout and "Analyzed 1" in out.stdout
+
+
+@pytest.mark.timeout(180)
+def test_make_lint_runs_the_same_check():
+    """The command README gives a developer: the staged check, from the checkout, exit 0."""
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("make is not installed")
+    bin_dir = Path(sys.executable).parent  # this environment, never reinstalled by the test (-o)
+    out = subprocess.run([make, "-s", "lint", f"BIN={bin_dir}", "-o", f"{bin_dir}/.installed"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=170)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "0 broken" in out.stdout and "Analyzed 1" in out.stdout
 
 
 @pytest.mark.timeout(180)
 def test_an_algorithm_importing_the_store_breaks_a_contract(tmp_path):
-    stage = _staged(tmp_path, {"malt.algorithms.baselines": "from malt.repository.store import Repository"})
-    out = _lint(stage)
+    staged = _staged(tmp_path, {"malt.algorithms.baselines": "from malt.repository.store import Repository"})
+    out = lint(staged)
     assert out.returncode != 0
     assert "Algorithms never import the command line" in out.stdout and "BROKEN" in out.stdout
     assert "malt.algorithms.baselines -> malt.repository.store" in out.stdout

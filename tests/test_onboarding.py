@@ -145,7 +145,7 @@ def test_license_and_citation():
 
     import yaml  # a dependency of dask, in the test extra
 
-    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]["text"]
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]  # an SPDX expression
     assert declared == "MIT" and (ROOT / "LICENSE").read_text().startswith("MIT License")
     citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
     assert citation["cff-version"] == "1.2.0" and citation["license"] == "MIT"

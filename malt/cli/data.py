@@ -53,19 +53,20 @@ def register(main: click.Group) -> None:
 
         repo = open_repo(repo_path)
         dataset, source = open_source(name, repo)
-        for key, value in dataset.describe().items():
-            click.echo(f"{key:>20}: {value}")
+        lines = dict(dataset.describe())
         for key in ("label_names", "class_names"):
             if dataset.meta.get(key):
-                click.echo(f"{key:>20}: {', '.join(map(str, dataset.meta[key]))[:200]}")
+                lines[key] = ", ".join(map(str, dataset.meta[key]))[:200]
         if source["kind"] == "catalogue":
             for key, value in (catalogue_info(source["name"], repo) or {}).items():
-                click.echo(f"{key:>20}: {value}")
-        elif source["kind"] == "imported":
+                lines.setdefault(key, value)  # the dataset's own 'source' line already says where it came from
+        for key, value in lines.items():
+            click.echo(f"{key:>20}: {value}")
+        if source["kind"] == "imported":
             pointer = repo.datasets.pointer(name) or {}
             origin = pointer.get("source", {})
             click.echo(f"{'imported from':>20}: {origin.get('path', origin)}")
-        else:
+        elif source["kind"] != "catalogue":
             click.echo(f"{'file':>20}: {source.get('path')}")
 
     @datasets.command("import")

@@ -23,9 +23,9 @@ import pandas as pd
 
 from malt.results.describe import metric_info, metric_label, planned_folds, provenance_columns, sessions
 from malt.results.outputs import output_dir, write
-from malt.results.formatting import format_value
+from malt.results.formatting import format_mean_std, format_value
 from malt.results.plotting import families, metric_scale, option_matches, plot_all
-from malt.results.tables import all_tables, dataset_tables, format_mean_std, rank_tables
+from malt.results.tables import all_tables, dataset_tables, rank_tables
 
 PUBLISHED_COLUMNS = ["source", "dataset", "task", "setting", "algorithm", "printed", "metric", "mean", "std",
                      "params"]

@@ -20,6 +20,7 @@ import pandas as pd
 
 from malt.errors import MaltError
 from malt.results.describe import DIAGNOSTIC_PREFIX
+from malt.results.formatting import format_mean_std
 
 
 class ResultSet:
@@ -252,7 +253,7 @@ class ResultSet:
                 label = f"{row['metric']} ({shown}{'%, ' if row['unit'] == '%' else ''}{info.better} is better)"
             except MaltError:
                 label = f"{row['metric']} (undeclared metric)"
-            cell = format_cell(row["mean"], row["std"], int(row["folds"]), row["planned"])
+            cell = format_cell(row["mean"], row["std"], int(row["folds"]), row["planned"], row["unit"] == "%")
             cells.setdefault(label, {})[names[row["display"]]] = cell
         return pd.DataFrame(cells).T[[names[d] for d in displays]] if cells else pd.DataFrame()
 
@@ -431,18 +432,10 @@ def numeric_diagnostics(record: dict) -> dict[str, float]:
     return out
 
 
-def format_mean_std(mean: float, std: float) -> str:
-    digits = 1 if abs(mean) >= 10 else 2 if abs(mean) >= 1 else 3
-    if not np.isfinite(mean):
-        return "n/a"
-    if not np.isfinite(std):
-        return f"{mean:.{digits}f}"
-    return f"{mean:.{digits}f} ± {std:.{digits}f}"
-
-
-def format_cell(mean: float, std: float, folds: int, planned) -> str:
-    """'mean ± std', no ± for a single fold, and '(k/n folds)' when fewer folds than planned."""
-    text = format_mean_std(mean, std if folds > 1 else np.nan)
+def format_cell(mean: float, std: float, folds: int, planned, percent: bool = False) -> str:
+    """'mean ± std' rounded as every table rounds it (`format_mean_std`), no ± for a single fold,
+    and '(k/n folds)' when fewer folds than planned."""
+    text = format_mean_std(mean, std, percent, folds)
     if planned == planned and planned and folds < planned:  # planned is not NaN
         text += f" ({folds}/{int(planned)} folds)"
     return text

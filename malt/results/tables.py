@@ -25,7 +25,7 @@ import pandas as pd
 
 from malt.results.describe import known_metrics, metric_info, metric_label, planned_folds, test_train_ratio
 from malt.errors import MaltError
-from malt.results.formatting import format_value
+from malt.results.formatting import format_mean_std, format_value
 from malt.results.plotting import (Family, display_order, families, legend_labels,
                            metric_scale, setting_label)
 from malt.results.stats import ALPHA, FoldTestPolicy
@@ -138,17 +138,6 @@ class Table:
         if fmt not in renderers:
             raise MaltError(f"Unknown table format '{fmt}'; use one of {', '.join(renderers)}.")
         return renderers[fmt]()
-
-
-def format_mean_std(mean: float, std: float, percent: bool = False, folds: int | None = None) -> str:
-    """'26.7 ± 0.8': one decimal for percentages (as the papers print them), else 3 significant digits;
-    a single fold has no spread to show: '26.7'."""
-    if not math.isfinite(mean):
-        return "n/a"
-    digits = 1 if percent or abs(mean) >= 10 else 2 if abs(mean) >= 1 else 3
-    if folds == 1:
-        return f"{mean:.{digits}f}"
-    return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
 def _md_cell(cell: Cell | None) -> str:
