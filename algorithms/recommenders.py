@@ -14,7 +14,8 @@ with the rest of the ratings family (pmf, pcsa, the matrix-variate GPs).
   (a fixed λ = 10 did on CiaoDVD: RMSE 0.947 against baseline's 0.946).
 * ``popularity`` — the ranking baseline: items ordered by their number of training ratings.
 
-Building blocks (sparse; no loop over entries, nothing dense in users × items × rank):
+Building blocks (sparse; no loop over entries, nothing dense in users × items × rank; the row solves live in
+`malt.algorithms.als_blocks`):
 `fit_biases`, `row_grams` (Σ_{j∈O_i} v_j v_jᵀ for every row by one sparse product), `ridge_rows`,
 and `als_biased_mf`.
 Cost of one ALS sweep: O(L k² + (n + m) k³) for L training ratings and rank k.
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from malt.algorithms.als_blocks import DaskBlocks, LocalBlocks, ridge_rows, row_grams  # noqa: F401 (re-exported)
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
@@ -84,42 +86,6 @@ def fit_biases(train, reg_user: float = 15.0, reg_item: float = 10.0, *, iterati
     return Biases(mu, bu, bi)
 
 
-def row_grams(csr: sp.csr_matrix, V: np.ndarray, weights=None) -> np.ndarray:
-    """G_i = Σ_{j : csr_ij ≠ 0} w_ij v_j v_jᵀ for every row i, shape (n, k, k).
-
-    One sparse × dense product with the (m, k²) outer products of V's rows: O(L k²) time and
-    O((n + m) k²) memory (never one k × k block per rating). ``weights``: values of ``csr`` (default
-    all ones on its pattern).
-    """
-    n, k = csr.shape[0], V.shape[1]
-    pattern = csr.copy()
-    pattern.data = np.ones_like(pattern.data, dtype=float) if weights is None else np.asarray(weights, float)
-    outer = (V[:, :, None] * V[:, None, :]).reshape(V.shape[0], k * k)
-    return np.asarray(pattern @ outer).reshape(n, k, k)
-
-
-def ridge_rows(csr: sp.csr_matrix, V: np.ndarray, reg) -> np.ndarray:
-    """For every row i: argmin_u Σ_{j∈O_i} (csr_ij − uᵀ v_j)² + uᵀ diag(reg) u, in one batch.
-
-    ``csr`` holds the targets at the observed pattern (explicit zeros count as observations, so pass
-    a matrix whose pattern is the observed set). reg : scalar or (k,) diagonal penalty. A row without
-    observations has the exact solution 0 and is not solved (sparse matrices have many: CiaoDVD's
-    inner folds leave a fifth of the items unrated).
-    """
-    n, k = csr.shape[0], V.shape[1]
-    csr = sp.csr_matrix(csr)
-    rated = np.flatnonzero(np.diff(csr.indptr))
-    out = np.zeros((n, k))
-    if rated.size == 0:
-        return out
-    sub = csr[rated] if rated.size < n else csr
-    A = row_grams(sub, V)
-    A += np.diag(np.broadcast_to(np.asarray(reg, float), (k,)))
-    b = np.asarray(sub @ V)
-    out[rated] = np.linalg.solve(A, b[..., None])[..., 0]
-    return out
-
-
 class Observed:
     """The observed pattern of a training matrix as CSR by rows and by columns, to put per-rating
     values (in triplet order) into either without re-sorting: ``by_rows(v)`` (n, m), ``by_cols(v)`` (m, n)."""
@@ -143,7 +109,7 @@ class Observed:
 
 def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10.0, *, iterations: int = 50,
                   tol: float = 1e-5, rng: np.random.Generator | None = None, init_scale: float = 0.1,
-                  start: dict | None = None) -> dict:
+                  start: dict | None = None, client=None, blocks: int | None = None) -> dict:
     """Biased MF r̂_ui = μ + b_u + b_i + p_uᵀ q_i by alternating exact ridge solves.
 
     User step: for every u, (b_u, p_u) = argmin Σ_{i∈O_u} (r_ui − μ − b_i − b_u − p_uᵀ q_i)²
@@ -155,6 +121,10 @@ def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10
         along a regularisation path. Zero factors are a fixed point of ALS (a penalty above the data's
         top singular value has the minimiser P = Q = 0): a start whose factors vanished fits the
         biases only.
+    client, blocks : a Dask ``distributed.Client`` to solve the half steps on its workers, the ratings cut
+        into ``blocks`` row blocks per side (default one per worker), each held by one worker for the
+        whole fit (`malt.algorithms.als_blocks`); without a client, ``blocks`` > 1 cuts them the same
+        way in this process. The same numbers either way.
 
     Returns dict with 'mu', 'bu' (n,), 'bi' (m,), 'P' (n, rank), 'Q' (m, rank), 'objective' (list).
     Cost O(L rank² + (n + m) rank³) per sweep for L ratings.
@@ -168,18 +138,23 @@ def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10
         mu, bu, bi = b0.mu, b0.user.copy(), b0.item.copy()
         P = init_scale * rng.standard_normal((n, rank))
         Q = init_scale * rng.standard_normal((m, rank))
-    obs = Observed(rows, cols, (n, m))
+    sides = (DaskBlocks(rows, cols, y, (n, m), client, blocks) if client is not None
+             else LocalBlocks(rows, cols, y, (n, m), blocks or 1))
     pen = np.r_[reg_bias, np.full(rank, reg)]
     objective = []
-    for _ in range(iterations):
-        X = ridge_rows(obs.by_rows(y - mu - bi[cols]), np.column_stack([np.ones(m), Q]), pen)
-        bu, P = X[:, 0], X[:, 1:]
-        X = ridge_rows(obs.by_cols(y - mu - bu[rows]), np.column_stack([np.ones(n), P]), pen)
-        bi, Q = X[:, 0], X[:, 1:]
-        e = y - mu - bu[rows] - bi[cols] - np.einsum("ij,ij->i", P[rows], Q[cols])
-        objective.append(float(e @ e + reg * (np.sum(P * P) + np.sum(Q * Q)) + reg_bias * (bu @ bu + bi @ bi)))
-        if len(objective) > 1 and objective[-2] - objective[-1] <= tol * objective[-2]:
-            break
+    try:
+        for _ in range(iterations):
+            X = sides.half_step(0, np.column_stack([np.ones(m), Q]), bi, mu, pen)
+            bu, P = X[:, 0], X[:, 1:]
+            X = sides.half_step(1, np.column_stack([np.ones(n), P]), bu, mu, pen)
+            bi, Q = X[:, 0], X[:, 1:]
+            e = y - mu - bu[rows] - bi[cols] - np.einsum("ij,ij->i", P[rows], Q[cols])
+            objective.append(float(e @ e + reg * (np.sum(P * P) + np.sum(Q * Q)) + reg_bias * (bu @ bu + bi @ bi)))
+            if len(objective) > 1 and objective[-2] - objective[-1] <= tol * objective[-2]:
+                break
+    finally:
+        if client is not None:
+            sides.close()
     return {"mu": mu, "bu": bu, "bi": bi, "P": P, "Q": Q, "objective": objective}
 
 
@@ -226,6 +201,10 @@ class BiasedMFParams(InnerCVParams):
                                              "chosen first on the bias model alone (O(ratings) per fit) and then "
                                              "held fixed while λ is chosen")
     iterations: int = param(50, "maximum ALS sweeps", Interval(1, None))
+    split_fit: bool = param(False, "solve each ALS half step over the workers of the Dask cluster the unit runs on "
+                            "(malt cv --scheduler), the ratings cut into one row block per worker and side, each "
+                            "held by its worker; the same numbers as one process, so the same results (not part of the setting's key)",
+                            Options(False, True), execution=True)
     tol: float = param(1e-3, "stop when the objective's relative decrease falls below this (1e-3: as good as 1e-5 "
                        "on held-out training ratings of MovieLens-100K, CiaoDVD and FilmTrust, at a third of the "
                        "sweeps)", Interval(0, None))
@@ -245,13 +224,21 @@ class BiasedMF(Algorithm):
     version = "3"  # v2: λ by inner CV over reg_grid; v3: reg_bias chosen too, warm-started λ path, tol 1e-3
 
     def run(self, split, params, ctx):
+        if params.split_fit:
+            from malt.algorithms.als_blocks import cluster_client
+
+            with cluster_client() as client:
+                return self._run(split, params, ctx, client)
+        return self._run(split, params, ctx, None)
+
+    def _run(self, split, params, ctx, client):
         diagnostics, start = {}, None
         if params.select == "inner-cv":
             params, chosen, start = choose_penalties(params, split.train, ctx.rng,
-                                                     lambda f: ctx.progress(0.8 * f, "inner CV"))
+                                                     lambda f: ctx.progress(0.8 * f, "inner CV"), client)
             diagnostics.update(chosen)
         f = als_biased_mf(split.train, params.rank, params.reg, params.reg_bias, iterations=params.iterations,
-                          tol=params.tol, rng=ctx.rng, start=start)
+                          tol=params.tol, rng=ctx.rng, start=start, client=client)
         r, c = split.test_rows, split.test_cols
         values = f["mu"] + f["bu"][r] + f["bi"][c] + np.einsum("ij,ij->i", f["P"][r], f["Q"][c])
         urows = np.unique(r)
@@ -262,7 +249,7 @@ class BiasedMF(Algorithm):
         return Prediction(values=values, scores=scores, diagnostics=diagnostics)
 
 
-def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, progress=None):
+def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, progress=None, client=None):
     """(the chosen Params, their selection diagnostics, the chosen candidate's holdout fit) on ``inner_rounds`` of ``inner_folds`` folds
     of the training ratings.
 
@@ -303,7 +290,7 @@ def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, pr
             return float("inf")  # pruned: the path has turned upwards
         start = last["fit"] if last is not None and np.any(last["fit"]["Q"]) else None
         f = als_biased_mf(part(tr), option.rank, option.reg, option.reg_bias, iterations=option.iterations,
-                          tol=option.tol, rng=np.random.default_rng(0), start=start)
+                          tol=option.tol, rng=np.random.default_rng(0), start=start, client=client)
         est = f["mu"] + f["bu"][rows[val]] + f["bi"][cols[val]] + np.einsum("ij,ij->i", f["P"][rows[val]],
                                                                              f["Q"][cols[val]])
         loss = float(np.mean((est - y[val]) ** 2))

@@ -140,7 +140,7 @@ def _wanted(required, current=None):
 
 
 def param(default: Any, help: str, constraint: Interval | Options | None = None, *, scoring: bool = False,
-          count: bool = False, repetition: bool = False, active_when: When | None = None):
+          count: bool = False, repetition: bool = False, active_when: When | None = None, execution: bool = False):
     """Declare one parameter: its default, a help line, its allowed values and when it is used.
 
     For task options: ``scoring`` marks an option that only changes how stored predictions are
@@ -151,10 +151,14 @@ def param(default: Any, help: str, constraint: Interval | Options | None = None,
 
     ``active_when``: the condition under which the parameter is used (see `When`); it joins the
     conditions the Params class implies (`Params.implied_condition`). Giving the parameter while
-    the condition fails is refused."""
+    the condition fails is refused.
+
+    ``execution``: the parameter says how a fit runs (where its blocks are solved), never what it
+    computes — the same numbers for every value — so it is left out of `Params.key`: it changes no
+    unit's key, seed or experiment id, and results stored without it are reused."""
     return field(default=default, metadata={"help": help, "constraint": constraint, "scoring": scoring,
                                             "count": count, "repetition": repetition or count,
-                                            "active_when": active_when})
+                                            "active_when": active_when, "execution": execution})
 
 
 _TYPE_NAMES = {int: "an int", float: "a float", bool: "a bool", str: "a str"}
@@ -409,8 +413,11 @@ class Params:
 
     def key(self) -> str:
         """Stable hash of the values that differ from the defaults (not of the code): equal values
-        give equal keys, and a parameter added at its default leaves every key unchanged."""
-        return hashlib.sha256(canonical_json(self.changed()).encode()).hexdigest()[:16]
+        give equal keys, and a parameter added at its default leaves every key unchanged. Execution
+        parameters (``param(..., execution=True)``) are left out: they never change the numbers."""
+        execution = {f.name for f in dataclasses.fields(self) if f.metadata.get("execution")}
+        changed = {k: v for k, v in self.changed().items() if k not in execution}
+        return hashlib.sha256(canonical_json(changed).encode()).hexdigest()[:16]
 
     def display(self, name: str) -> str:
         """Readable key ``name[k=v,...]`` listing only the values that differ from the defaults."""
