@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from malt.algorithms.als_blocks import DaskBlocks, LocalBlocks, ridge_rows, row_grams  # noqa: F401 (re-exported)
+from malt.algorithms.als_blocks import DaskBlocks, LocalBlocks, dot_at, ridge_rows, row_grams  # noqa: F401 (re-exported)
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
@@ -148,7 +148,7 @@ def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10
             bu, P = X[:, 0], X[:, 1:]
             X = sides.half_step(1, np.column_stack([np.ones(n), P]), bu, mu, pen)
             bi, Q = X[:, 0], X[:, 1:]
-            e = y - mu - bu[rows] - bi[cols] - np.einsum("ij,ij->i", P[rows], Q[cols])
+            e = y - mu - bu[rows] - bi[cols] - dot_at(P, Q, rows, cols)
             objective.append(float(e @ e + reg * (np.sum(P * P) + np.sum(Q * Q)) + reg_bias * (bu @ bu + bi @ bi)))
             if len(objective) > 1 and objective[-2] - objective[-1] <= tol * objective[-2]:
                 break
@@ -193,9 +193,9 @@ class BiasedMFParams(InnerCVParams):
     rank: int = param(10, "number of latent factors k", Interval(1, None))
     reg: float = param(10.0, "ridge penalty λ on the factors p_u, q_i (sum over ratings, not per rating; "
                        "select=none)", Interval(0, None, "neither"))
-    reg_grid: tuple[float, ...] = param((30.0, 15.0, 7.0), "candidate λ (select=inner-cv), fitted strongest first, each "
-                                        "warm-started from the one before; the first of equally good candidates "
-                                        "wins")
+    reg_grid: tuple[float, ...] = param((30.0, 15.0, 7.0, 3.0), "candidate λ (select=inner-cv), fitted strongest "
+                                        "first, each warm-started from the one before, the path stopped once the "
+                                        "held-out error rises (PATH_TURN); the first of equally good candidates wins")
     reg_bias: float = param(10.0, "ridge penalty on the biases b_u, b_i (select=none)", Interval(0, None))
     reg_bias_grid: tuple[float, ...] = param((30.0, 10.0, 3.0, 1.0), "candidate bias penalties (select=inner-cv), "
                                              "chosen first on the bias model alone (O(ratings) per fit) and then "
@@ -240,13 +240,35 @@ class BiasedMF(Algorithm):
         f = als_biased_mf(split.train, params.rank, params.reg, params.reg_bias, iterations=params.iterations,
                           tol=params.tol, rng=ctx.rng, start=start, client=client)
         r, c = split.test_rows, split.test_cols
-        values = f["mu"] + f["bu"][r] + f["bi"][c] + np.einsum("ij,ij->i", f["P"][r], f["Q"][c])
+        values = f["mu"] + f["bu"][r] + f["bi"][c] + dot_at(f["P"], f["Q"], r, c)
         urows = np.unique(r)
         scores = RowScores(urows, f["Q"].shape[0],
                            lambda u: f["mu"] + f["bu"][u][:, None] + f["bi"][None, :] + f["P"][u] @ f["Q"].T)
         diagnostics.update({"iterations": len(f["objective"]), "objective": f["objective"][-1],
                             "factor_norm": float(np.sqrt(np.sum(f["P"] ** 2) + np.sum(f["Q"] ** 2)))})
         return Prediction(values=values, scores=scores, diagnostics=diagnostics)
+
+
+def collapse_threshold(rows, cols, y, shape, reg_bias: float, rank: int | None = None) -> tuple[float, dict]:
+    """(σ, the bias model as an `als_biased_mf` result with zero factors): for λ ≥ σ, the largest singular
+    value of the bias model's residual at the observed entries (zero elsewhere), zero factors are a local
+    minimum of biased MF's objective — its Hessian in (P, Q) there is [[λI, −R], [−Rᵀ, λI]], positive
+    semi-definite exactly when λ ≥ σ_max(R) — and the point where ALS from small factors ends. Such a
+    candidate λ is the bias model, scored without a fit. Cost: `fit_biases` plus one sparse top singular
+    value (Lanczos, a few dozen products with R)."""
+    from scipy.sparse.linalg import svds
+
+    b = fit_biases(sp.coo_matrix((y, (rows, cols)), shape=shape), reg_bias, reg_bias)
+    R = sp.csr_matrix((y - b.at(rows, cols), (rows, cols)), shape=shape)
+    sigma = float(svds(R, k=1, return_singular_vectors=False, random_state=0)[0]) if min(shape) > 1 else float("inf")
+    k = 1 if rank is None else rank
+    zero = {"mu": b.mu, "bu": b.user, "bi": b.item, "P": np.zeros((shape[0], k)), "Q": np.zeros((shape[1], k)),
+            "objective": []}
+    return sigma, zero
+
+
+PATH_TURN = 1e-3
+"""Relative rise of the held-out squared error over the best so far at which biased-mf's λ path stops."""
 
 
 def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, progress=None, client=None):
@@ -259,8 +281,12 @@ def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, pr
     2. λ from ``reg_grid`` at that reg_bias, strongest first, each ALS fit warm-started from the previous
        candidate's fit on the same part (`als_biased_mf`'s ``start``; not from a fit whose factors
        vanished): cost about one ALS fit plus a few sweeps per further candidate, instead of one cold
-       fit each. The path stops at the first candidate whose held-out error is worse than its
-       predecessor's (the held-out error along a ridge path turns once); later candidates score inf.
+       fit each. The path stops after the first candidate whose held-out squared error exceeds the best
+       so far by more than ``PATH_TURN`` (relative; the error along a ridge path turns once, and the
+       strongest penalties all give the bias model, a flat start that must not stop the path); later
+       candidates score inf.
+       A candidate λ at or above the bias residual's top singular value (`collapse_threshold`) is the
+       bias model and is scored without an ALS fit.
     The final fit starts from the chosen candidate's holdout fit — vanished factors included: then the
     minimiser is the bias model, and ALS from zero factors fits exactly that.
     """
@@ -280,21 +306,27 @@ def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, pr
         reg_bias = (bias_choice.best.reg_bias,)
     else:
         bias_choice, reg_bias = None, (params.reg_bias,)
-    chains: dict = {}  # per inner part: the last fit and its loss along the path
+    chains: dict = {}  # per inner part: the last fit and the best loss so far along the path
     fits: dict = {}    # λ -> holdout fit (for the final fit's warm start)
+    thresholds: dict = {}  # per inner part: (σ_max of the bias model's residual, that model as a fit)
 
     def evaluate(option, tr, val):
         key = tr.size, int(val[:3].sum())
         last = chains.get(key)
         if last is not None and last["worse"]:
             return float("inf")  # pruned: the path has turned upwards
-        start = last["fit"] if last is not None and np.any(last["fit"]["Q"]) else None
-        f = als_biased_mf(part(tr), option.rank, option.reg, option.reg_bias, iterations=option.iterations,
-                          tol=option.tol, rng=np.random.default_rng(0), start=start, client=client)
-        est = f["mu"] + f["bu"][rows[val]] + f["bi"][cols[val]] + np.einsum("ij,ij->i", f["P"][rows[val]],
-                                                                             f["Q"][cols[val]])
+        if key not in thresholds:
+            thresholds[key] = collapse_threshold(rows[tr], cols[tr], y[tr], shape, option.reg_bias, option.rank)
+        if option.reg >= thresholds[key][0]:
+            f = thresholds[key][1]  # the bias model: zero factors are where ALS ends at this penalty
+        else:
+            start = last["fit"] if last is not None and np.any(last["fit"]["Q"]) else None
+            f = als_biased_mf(part(tr), option.rank, option.reg, option.reg_bias, iterations=option.iterations,
+                              tol=option.tol, rng=np.random.default_rng(0), start=start, client=client)
+        est = f["mu"] + f["bu"][rows[val]] + f["bi"][cols[val]] + dot_at(f["P"], f["Q"], rows[val], cols[val])
         loss = float(np.mean((est - y[val]) ** 2))
-        chains[key] = {"fit": f, "loss": loss, "worse": last is not None and loss > last["loss"]}
+        best = min(loss, last["best"]) if last is not None else loss
+        chains[key] = {"fit": f, "best": best, "worse": loss > best * (1 + PATH_TURN)}
         fits[option.reg] = f
         return loss
 

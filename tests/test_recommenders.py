@@ -54,6 +54,26 @@ def test_row_grams_and_ridge_rows_match_a_loop_over_rows():
         np.testing.assert_allclose(U[i], expect, atol=1e-10)
 
 
+def test_ridge_rows_solves_short_rows_in_the_push_through_form_and_long_rows_by_chunks(monkeypatch):
+    """Rows with 1..k−1 observations go through (V D⁻¹Vᵀ + I)⁻¹ (c × c), the others through their Gram
+    matrices a few rows at a time: both equal the normal equations of each row solved alone."""
+    from malt.algorithms import als_blocks
+
+    monkeypatch.setattr(als_blocks, "ROW_CHUNK", 3)
+    rng = np.random.default_rng(9)
+    k, m = 6, 40
+    rows = np.repeat(np.arange(14), np.arange(1, 15))          # counts 1 … 14
+    cols = np.concatenate([rng.choice(m, c, replace=False) for c in range(1, 15)])
+    R = sp.csr_matrix((rng.standard_normal(rows.size), (rows, cols)), shape=(14, m))
+    V = rng.standard_normal((m, k))
+    reg = np.linspace(0.3, 2.0, k)
+    U = ridge_rows(R, V, reg)
+    for i in range(14):
+        o = R[i].indices
+        np.testing.assert_allclose(U[i], np.linalg.solve(V[o].T @ V[o] + np.diag(reg), V[o].T @ R[i].data),
+                                   atol=1e-11)
+
+
 def test_ridge_rows_gives_rows_without_observations_the_exact_solution_zero():
     """argmin_u uᵀ diag(reg) u = 0: the rows left out of the batched solve are zero, the others unchanged."""
     rng = np.random.default_rng(6)
@@ -109,9 +129,10 @@ def test_warm_starts_keep_a_fixed_point_and_zero_factors_fit_the_bias_model():
     np.testing.assert_allclose(biases_only["bi"], b.item, atol=1e-8)
 
 
-def test_biased_mf_penalty_path_prunes_after_the_turn_and_reports_its_choice():
-    """The λ path (strongest first) stops at the first candidate worse than its predecessor: every
-    candidate after it scores inf; the chosen penalties are in the diagnostics."""
+def test_biased_mf_penalty_path_prunes_after_the_turn_and_reports_its_choice(monkeypatch):
+    """The λ path (strongest first) stops after the first candidate whose held-out error exceeds the best so
+    far by more than PATH_TURN: every candidate after it scores inf, none before it does; the chosen
+    penalties are in the diagnostics."""
     from malt.algorithms.recommenders import BiasedMFParams, choose_penalties
 
     train, _, _ = _ratings(60, 40, density=0.3, seed=8, rank=3)
@@ -123,21 +144,20 @@ def test_biased_mf_penalty_path_prunes_after_the_turn_and_reports_its_choice():
     scores = []
     original = selection.select
 
-    def spy(options, evaluate, ids, **kw):
+    def recording(options, evaluate, ids, **kw):  # the real selection, its scores kept
         out = original(options, evaluate, ids, **kw)
         scores.append(out.scores)
         return out
     import malt.algorithms.recommenders as rec
-    rec.select = spy
-    try:
-        choose_penalties(params, train, np.random.default_rng(0))
-    finally:
-        rec.select = original
+    monkeypatch.setattr(rec, "select", recording)
+    choose_penalties(params, train, np.random.default_rng(0))
     path = scores[-1]
     finite = np.isfinite(path)
     turn = int(np.argmin(finite)) if not finite.all() else path.size
     assert 1 < turn < path.size and not finite[turn:].any()   # this path turns before its weakest λ
-    assert path[turn - 1] > path[turn - 2]                     # ... at the first increase
+    from malt.algorithms.recommenders import PATH_TURN
+    assert path[turn - 1] > np.min(path[:turn - 1]) * (1 + PATH_TURN)       # ... after the first rise
+    assert all(path[i] <= np.min(path[:i]) * (1 + PATH_TURN) for i in range(1, turn - 1))
 
 
 def test_biased_mf_recovers_a_complete_biased_low_rank_matrix():
