@@ -358,9 +358,10 @@ class Params:
                                             f"{' and '.join(tasks)} task{'s' if len(tasks) > 1 else ''}); drop "
                                             f"--param {name}.")
             if self._task_options:
-                raise InvalidParameterError(f"{_flag(name, getattr(self, name))} is ignored while "
-                                            f"{_flag(switch, value)} ({self._owner} uses it with "
-                                            f"{_flag(switch, _wanted(required, value))}); drop {_flag(name)}.")
+                wanted = _wanted(required, value)
+                raise InvalidParameterError(f"{_flag(name, getattr(self, name))} is ignored while {switch}={value!r} "
+                                            f"({self._owner} uses it with {switch}={_show(wanted)}); drop "
+                                            f"{_flag(name)} or pass {_flag(switch, wanted)}.")
             raise InvalidParameterError(f"{name} is ignored while {switch}={value!r}; pass --param "
                                         f"{switch}={_show(_wanted(required, value))}")
 

@@ -86,10 +86,14 @@ class MissingTask(Task):
         return T, "real"
 
     def sizes(self, dataset, params):
-        rows, cols = self.truth(dataset, params)[0].shape[:2]
+        T = self.truth(dataset, params)[0]
+        rows, cols = T.shape[:2]
+        observed = np.count_nonzero(~np.isnan(T))
         what = f"of the matrix completed in '{dataset.name}'"
         return {"rows": Size(rows, f"the number of rows {what}"), "cols": Size(cols, f"the number of columns {what}"),
-                "min_side": Size(min(rows, cols), f"the smaller side {what}")}
+                "min_side": Size(min(rows, cols), f"the smaller side {what}"),
+                "inner_items": Size(observed - int(round(params.missing * observed)),  # fewest a fold keeps
+                                    f"the number of training entries {what}")}
 
     def split(self, dataset, params, fold):
         T, kind = self.truth(dataset, params)

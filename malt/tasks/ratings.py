@@ -155,10 +155,15 @@ class RatingsTask(Task):
         return R
 
     def sizes(self, dataset, params):
-        rows, cols = self._coo(dataset).shape
+        R = self._coo(dataset)
+        rows, cols = R.shape
         what = f"of the rating matrix of '{dataset.name}'"
-        return {"rows": Size(rows, f"the number of rows {what}"), "cols": Size(cols, f"the number of columns {what}"),
-                "min_side": Size(min(rows, cols), f"the smaller side {what}")}
+        out = {"rows": Size(rows, f"the number of rows {what}"), "cols": Size(cols, f"the number of columns {what}"),
+               "min_side": Size(min(rows, cols), f"the smaller side {what}")}
+        if not params.new_rows:  # held-out rows leave a training count that varies by split
+            out["inner_items"] = Size(R.nnz - int(round((1 - params.train_fraction) * R.nnz)),
+                                      f"the number of training ratings of a split of '{dataset.name}'")
+        return out
 
     def split(self, dataset, params, fold):
         R = self._coo(dataset)

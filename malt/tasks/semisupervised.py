@@ -91,12 +91,12 @@ class SemiSupervisedTask(Task):
             raise DataError(f"Dataset '{dataset.name}' has {n} points, too few for {params.folds} folds; "
                             "lower --folds.")
         if params.labeled > n - n // params.folds - 1:
-            raise DataError(f"--labeled {params.labeled} is more than the data allow: the training folds of "
+            raise DataError(f"--labeled {params.labeled} is too large for the data: the training folds of "
                             f"'{dataset.name}' hold about {n - n // params.folds} points, so the largest valid labeled "
                             f"is {n - n // params.folds - 1}.")
 
     def sizes(self, dataset, params):
-        return {"points": Size(dataset.n_rows, f"the number of points of '{dataset.name}' (the graph is over all of them)"),
+        return {"points": Size(dataset.n_rows, f"the number of points of '{dataset.name}' (the graph spans them all)"),
                 "inner_items": Size(params.labeled, "the number of labelled points (labeled)")}
 
     def split(self, dataset, params, fold):

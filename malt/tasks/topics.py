@@ -94,9 +94,9 @@ class TopicsTask(Task):
         n = dataset["docs"].shape[0]
         ids = fold_assignment(n, params.folds, params.seed)
         train = int(n - np.bincount(ids, minlength=params.folds).max())
-        return {"docs": Size(n, f"the number of documents of '{dataset.name}'"),
-                "train_docs": Size(train, f"the number of training documents in the smallest fold of '{dataset.name}'"),
-                "inner_items": Size(train, f"the number of training documents in the smallest fold of '{dataset.name}'")}
+        smallest = Size(train, f"the number of training documents in the smallest fold of '{dataset.name}'")
+        return {"docs": Size(n, f"the number of documents of '{dataset.name}'"), "train_docs": smallest,
+                "inner_items": smallest}
 
     def split(self, dataset, params, fold):
         import scipy.sparse as sp
