@@ -178,6 +178,7 @@ class Task:
         ``docs``         documents of a graph over all of them  ``train_docs``  training documents of the smallest fold
         ``rows``/``cols`` sides of the matrix to complete       ``min_side``    the smaller of the two
         ``inner_items``  what an inner CV divides into folds (training rows, labelled points)
+        ``features``     feature columns                        ``min_view``    the smaller of features and labels
 
         A task leaves out the sizes it has no meaning for (no bound applies there). Cost: a fold
         assignment at most."""

@@ -152,7 +152,11 @@ class MultilabelTask(Task):
             rows = min(rows, params.labeled)
         train = Size(rows, f"the number of training rows in the smallest fold of '{dataset.name}'"
                            + (f" (labeled={params.labeled})" if params.labeled is not None else ""))
-        return {"train_rows": train, "inner_items": train}
+        features, labels = dataset["X"].shape[1], np.shape(dataset["Y"])[1]
+        return {"train_rows": train, "inner_items": train,
+                "features": Size(features, f"the number of feature columns of '{dataset.name}'"),
+                "min_view": Size(min(features, labels), f"the smaller of the feature and label counts of "
+                                                        f"'{dataset.name}'")}
 
     def _parts(self, dataset, params, fold):
         n = dataset.n_rows
