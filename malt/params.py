@@ -359,7 +359,7 @@ class Params:
                                             f"--param {name}.")
             if self._task_options:
                 wanted = _wanted(required, value)
-                raise InvalidParameterError(f"{_flag(name, getattr(self, name))} is ignored while {switch}={value!r} "
+                raise InvalidParameterError(f"{_flag(name, getattr(self, name))} is ignored while {switch}={_show(value)} "
                                             f"({self._owner} uses it with {switch}={_show(wanted)}); drop "
                                             f"{_flag(name)} or pass {_flag(switch, wanted)}.")
             raise InvalidParameterError(f"{name} is ignored while {switch}={value!r}; pass --param "

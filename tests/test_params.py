@@ -178,13 +178,13 @@ def test_a_task_option_its_split_ignores_is_refused_naming_the_switch_everywhere
 
     repo = tmp_path / "repo"
     cases = [({"split": "given", "stratify_folds": True}, ["--split", "given", "--stratify-folds"],
-              r"--stratify-folds is ignored while split='given' \(the multilabel task uses it with split=cv\); "
+              r"--stratify-folds is ignored while split=given \(the multilabel task uses it with split=cv\); "
               r"drop --stratify-folds or pass --split cv\."),
              ({"split": "given", "folds": 3}, ["--split", "given", "--folds", "3"],
-              r"--folds 3 is ignored while split='given' \(the multilabel task uses it with split=cv\); drop --folds or "
+              r"--folds 3 is ignored while split=given \(the multilabel task uses it with split=cv\); drop --folds or "
               r"pass --split cv\."),
              ({"repeats": 3}, ["--repeats", "3"],
-              r"--repeats 3 is ignored while split='cv' \(the multilabel task uses it with split=given\); drop "
+              r"--repeats 3 is ignored while split=cv \(the multilabel task uses it with split=given\); drop "
               r"--repeats or pass --split given\.")]
     for options, flags, expected in cases:
         with pytest.raises(InvalidParameterError, match="^" + expected + "$"):
@@ -242,6 +242,6 @@ def test_rerun_skips_a_stored_experiment_whose_task_options_are_refused_today(tm
     before = snapshot(tmp_path / "repo")
     result = CliRunner().invoke(main, ["rerun", "--repo", str(tmp_path / "repo")])
     assert result.exit_code == 0, result.output
-    assert re.search(r"its task options are refused today \(--stratify-folds is ignored while split='given'",
+    assert re.search(r"its task options are refused today \(--stratify-folds is ignored while split=given",
                      result.output), result.output
     assert snapshot(tmp_path / "repo") == before
