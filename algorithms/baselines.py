@@ -245,7 +245,8 @@ class MultilabelCVParams(InnerCVParams, ThresholdParams):
                         "folds, repeated on small training parts, one-standard-error rule towards stronger "
                         "regularisation); 'none': use C as given", Options("none", "inner-cv"))
     inner_folds: int = param(INNER_FOLDS, "folds of the inner cross-validation (select=inner-cv; also the refits "
-                             "that learn thresholds when nothing is selected)", Interval(2, None))
+                             "that learn thresholds when nothing is selected)", Interval(2, None),
+                             max_from="inner_items")
     C: float = param(1.0, "inverse regularisation strength (used as given with select=none)", Interval(0, None, "neither"))
     C_grid: tuple[float, ...] = param(C_GRID, "candidates for C (select=inner-cv)", Interval(0, None, "neither"))
 

@@ -33,7 +33,8 @@ def neighbour_label_rates(Y: np.ndarray, neighbours: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, kw_only=True)
 class IBLRParams(MultilabelCVParams):
-    k: int = param(10, "number of neighbours (at most the training rows − 1)", Interval(1, None))
+    k: int = param(10, "number of neighbours (at most the training rows − 1)", Interval(1, None),
+                   max_from="train_rows-1")
     C_grid: tuple[float, ...] = param((0.1, 1.0, 10.0, 100.0, 1000.0), "candidates for C (select=inner-cv)",
                                       Interval(0, None, "neither"))
     features: bool = param(False, "also use the standardised features (IBLR-ML+)")

@@ -114,7 +114,8 @@ class KNNParams(InnerCVParams):
                         "1/inner_folds of the training entries (squared hinge loss on the labels' sign, squared "
                         "error on real values); 'none': use n_neighbors",
                         Options("none", "inner-cv"))
-    n_neighbors: int = param(10, "neighbours averaged per missing entry (select=none)", Interval(1, None))
+    n_neighbors: int = param(10, "neighbours averaged per missing entry (select=none)", Interval(1, None),
+                             max_from="rows-1")
     n_neighbors_grid: tuple[int, ...] = param((5, 10, 20, 40), "candidate n_neighbors (select=inner-cv)",
                                               Interval(1, None))
     weights: str = param("uniform", "'uniform' mean of the neighbours, or 'distance'-weighted",

@@ -18,7 +18,7 @@ from malt.algorithms.mvgp import LAM_EDGE_GRID, EdgeScaled, predict_split
 
 @dataclass(frozen=True, kw_only=True)
 class KPMFParams(EdgeScaled):
-    rank: int = param(10, "number of latent factors", Interval(1, None))
+    rank: int = param(10, "number of latent factors", Interval(1, None), max_from="min_side")
     sigma2: float = param(0.5, "noise variance σ² (select=none); with λ = 1 and a fixed rank it is the shrinkage "
                           "of the singular values, so with scale='noise-edge' it is in units of null_edge",
                           Interval(0, None, "neither"))

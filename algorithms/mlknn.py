@@ -88,7 +88,8 @@ def positions(train_index: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, kw_only=True)
 class MLkNNParams(ThresholdParams):
-    k: int = param(10, "number of neighbours (at most the training rows − 1)", Interval(1, None))
+    k: int = param(10, "number of neighbours (at most the training rows − 1)", Interval(1, None),
+                   max_from="train_rows-1")
     s: float = param(1.0, "Laplace smoothing of priors and count likelihoods", Interval(0, None, "neither"))
 
 

@@ -137,7 +137,7 @@ class PMFParams(InnerCVParams):
                         Options("none", "inner-cv"))
     inner_rounds: int = param(1, "inner folds actually validated (1 = one holdout of 1/inner_folds of the "
                               "training entries; inner_folds = full inner cross-validation)", Interval(1, None))
-    rank: int = param(10, "number of latent factors (select=none)", Interval(1, None))
+    rank: int = param(10, "number of latent factors (select=none)", Interval(1, None), max_from="min_side-1")
     reg: float = param(10.0, "ridge penalty λ on both factor matrices (noise / prior variance; select=none)",
                        Interval(0, None, "neither"))
     rank_grid: tuple[int, ...] = param((5, 10), "candidate ranks (select=inner-cv; capped at the smaller "

@@ -190,7 +190,7 @@ class BiasedMFParams(InnerCVParams):
                         "one holdout of the training ratings; 'none': use reg and reg_bias", Options("none", "inner-cv"))
     inner_rounds: int = param(1, "inner folds actually validated (1 = one holdout of 1/inner_folds of the "
                               "training ratings; inner_folds = full inner cross-validation)", Interval(1, None))
-    rank: int = param(10, "number of latent factors k", Interval(1, None))
+    rank: int = param(10, "number of latent factors k", Interval(1, None), max_from="min_side")
     reg: float = param(10.0, "ridge penalty λ on the factors p_u, q_i (sum over ratings, not per rating; "
                        "select=none)", Interval(0, None, "neither"))
     reg_grid: tuple[float, ...] = param((30.0, 15.0, 7.0, 3.0), "candidate λ (select=inner-cv), fitted strongest "

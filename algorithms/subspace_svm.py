@@ -140,8 +140,8 @@ def _standardised(split):
 class PCASVMParams(InnerCVParams, NaturalThresholdParams):
     select: str = param("inner-cv", "'inner-cv': K by inner cross-validation over k_grid on the training rows; "
                         "'none': K = k", Options("none", "inner-cv"))
-    inner_folds: int = param(3, "folds of the inner cross-validation", Interval(2, None))
-    k: int = param(20, "subspace dimension with select=none", Interval(1, None))
+    inner_folds: int = param(3, "folds of the inner cross-validation", Interval(2, None), max_from="inner_items")
+    k: int = param(20, "subspace dimension with select=none", Interval(1, None), max_from="features")
     k_grid: tuple[int, ...] = param((5, 10, 20, 40, 80), "candidate K for select=inner-cv (capped at the "
                                     "number of features)", Interval(1, None))
     C: float = param(1.0, "linear SVM regularisation constant", Interval(0, None, "neither"))
@@ -180,8 +180,8 @@ class CCASVMParams(InnerCVParams, NaturalThresholdParams):
     select: str = param("inner-cv", "'inner-cv': K by inner cross-validation over k_grid on the training rows; "
                         "'none': K = k (multilabel task; the recovery task keeps Bartlett's significant K)",
                         Options("none", "inner-cv"), active_when=When(task="multilabel"))
-    inner_folds: int = param(3, "folds of the inner cross-validation", Interval(2, None))
-    k: int = param(4, "number of canonical components with select=none", Interval(1, None))
+    inner_folds: int = param(3, "folds of the inner cross-validation", Interval(2, None), max_from="inner_items")
+    k: int = param(4, "number of canonical components with select=none", Interval(1, None), max_from="min_view")
     k_grid: tuple[int, ...] = param(tuple(range(1, 17)), "candidate K for select=inner-cv (capped at "
                                     "min(features, labels))", Interval(1, None))
     C: float = param(1.0, "linear SVM regularisation constant (multilabel task)", Interval(0, None, "neither"),

@@ -142,7 +142,20 @@ def plan_experiment(algorithms, dataset, *, task=None, params=None, repo=None, l
         registry.check_task(algo, chosen.name)
     opts = task_options(chosen, options)
     chosen.check(data, opts)
-    return engine.Plan(data, source, chosen, opts, algorithm_grid(algos, params or {}, chosen.name))
+    entries = algorithm_grid(algos, params or {}, chosen.name)
+    check_bounds(chosen, data, opts, entries)
+    return engine.Plan(data, source, chosen, opts, entries)
+
+
+def check_bounds(task, data, options, entries) -> None:
+    """Refuse, before any unit runs, a setting above a size of the data its parameter is bounded by
+    (``max_from``): one line naming the setting, the size and the largest valid value."""
+    sizes = task.sizes(data, options)
+    for algo, params in entries:
+        try:
+            params.check_bounds(sizes, {"task": task.name})
+        except InvalidParameterError as err:
+            raise InvalidParameterError(f"{algo.name}: {err}") from None
 
 
 def cv(algorithms: str | Iterable[str], dataset: str, *, task: str | None = None,
@@ -202,16 +215,29 @@ def rerun(repo="results", *, experiments: Iterable[str] = (), algorithms: Iterab
             spec = store.read_spec(exp)
             dataset = reopen(spec, store)
             task = get_task(spec["task"])
-            options = task.Params.from_dict(spec["task_params"])
+            try:
+                options = task.Params.from_dict(spec["task_params"])
+            except InvalidParameterError as err:  # options an older malt accepted that contradict
+                runs.append(Run(exp, refused=[f"{exp}: its task options are refused today ({err}), so it is not "
+                                              f"rerun and its stored units stay as they are."]))
+                continue
+            sizes = task.sizes(dataset, options)
             entries, folds, refused = [], {}, []
             for item in spec["plan"]:
                 if names and item["algorithm"] not in names:
                     continue
                 try:
-                    entries.append(planned_entry(exp, item, task.name))
+                    algo, params = planned_entry(exp, item, task.name)
+                    try:
+                        params.check_bounds(sizes, {"task": task.name})
+                    except InvalidParameterError as err:
+                        raise InvalidParameterError(f"{exp}: the setting {params.display(algo.name)} is refused today "
+                                                    f"({err}), so it is not rerun and its stored units stay as they "
+                                                    f"are.") from None
                 except InvalidParameterError as err:  # nothing to compute for it today; its units stay
                     refused.append(str(err))
                     continue
+                entries.append((algo, params))
                 if "folds" in item:
                     folds[(item["algorithm"], entries[-1][1].key())] = int(item["folds"])
             if not entries:
@@ -298,7 +324,7 @@ def rescore(repo="results", *, experiments: Iterable[str] = (), metrics: Iterabl
             for name in only:
                 task.metric(name)
             dataset = reopen(spec, store)
-            options = task.Params.from_dict(spec["task_params"])
+            options = task.Params.as_stored(spec["task_params"])  # scoring refits nothing
             problems: list[str] = []
             with files.writer(wait=wait) as writer:
                 units, _, _ = files.read_log(problems)

@@ -25,6 +25,16 @@ Activity: a parameter used only in some modes says so with ``active_when`` (a `W
 and is refused, in one line naming the switch, whenever it is given while inactive ("C is ignored
 while select='inner-cv'; pass --param select=none"), so no setting is a silent no-op. A field that
 depends on an inactive switch is inactive too.
+
+Bounds the data set: a parameter that cannot exceed a size of the data says so with ``max_from``::
+
+    k: int = param(10, "neighbours", Interval(1, None), max_from="train_rows-1")
+
+naming a size the task reports for a dataset (`malt.tasks.base.Task.sizes`: ``train_rows``,
+``points``, ``min_side``, ``train_docs``, ``inner_items`` ...), less an optional offset. Before any unit
+runs, a value above it (an element above it, for a list) is refused in one line naming the setting,
+the data's size and the largest valid value (`Params.check_bounds`); a task without that size has no
+such bound, and an unused parameter is not checked.
 """
 from __future__ import annotations
 
@@ -140,7 +150,8 @@ def _wanted(required, current=None):
 
 
 def param(default: Any, help: str, constraint: Interval | Options | None = None, *, scoring: bool = False,
-          count: bool = False, repetition: bool = False, active_when: When | None = None, execution: bool = False):
+          count: bool = False, repetition: bool = False, active_when: When | None = None,
+          max_from: str | None = None, execution: bool = False):
     """Declare one parameter: its default, a help line, its allowed values and when it is used.
 
     For task options: ``scoring`` marks an option that only changes how stored predictions are
@@ -153,12 +164,35 @@ def param(default: Any, help: str, constraint: Interval | Options | None = None,
     conditions the Params class implies (`Params.implied_condition`). Giving the parameter while
     the condition fails is refused.
 
+    ``max_from``: the size of the data the value may not exceed, ``"train_rows"`` or ``"train_rows-1"``
+    (see `Params.check_bounds`).
+
     ``execution``: the parameter says how a fit runs (where its blocks are solved), never what it
     computes — the same numbers for every value — so it is left out of `Params.key`: it changes no
     unit's key, seed or experiment id, and results stored without it are reused."""
+    if max_from is not None:
+        _bound(max_from)  # a typo fails at declaration, not at the first run
     return field(default=default, metadata={"help": help, "constraint": constraint, "scoring": scoring,
                                             "count": count, "repetition": repetition or count,
-                                            "active_when": active_when, "execution": execution})
+                                            "active_when": active_when, "max_from": max_from,
+                                            "execution": execution})
+
+
+def _bound(text: str) -> tuple[str, int]:
+    """``"train_rows-1"`` -> ("train_rows", 1): the size a bound reads and what it takes off."""
+    size, minus, offset = text.partition("-")
+    if not size.isidentifier() or (minus and not offset.isdigit()):
+        raise TypeError(f"max_from expects a size name with an optional '-N', got {text!r}")
+    return size, int(offset or 0)
+
+
+@dataclass(frozen=True)
+class Size:
+    """One size of a dataset under a task's options: its value and what it counts, phrased to be
+    followed by "is N" ("the number of training rows in the smallest fold of 'emotions'")."""
+
+    value: int
+    what: str
 
 
 _TYPE_NAMES = {int: "an int", float: "a float", bool: "a bool", str: "a str"}
@@ -203,6 +237,7 @@ class Params:
     """Base class of every algorithm's parameters (a frozen, keyword-only dataclass)."""
 
     _owner: ClassVar[str] = "this algorithm"
+    _task_options: ClassVar[bool] = False  # a task's options are --NAME flags, not --param NAME=VALUE
 
     def __post_init__(self):
         for info in self._fields():
@@ -327,8 +362,33 @@ class Params:
                 raise InvalidParameterError(f"{name} is ignored on the {value} task ({self._owner} uses it on the "
                                             f"{' and '.join(tasks)} task{'s' if len(tasks) > 1 else ''}); drop "
                                             f"--param {name}.")
+            if self._task_options:
+                wanted = _wanted(required, value)
+                raise InvalidParameterError(f"{_flag(name, getattr(self, name))} is ignored while {switch}={_show(value)} "
+                                            f"({self._owner} uses it with {switch}={_show(wanted)}); drop "
+                                            f"{_flag(name)} or pass {_flag(switch, wanted)}.")
             raise InvalidParameterError(f"{name} is ignored while {switch}={value!r}; pass --param "
                                         f"{switch}={_show(_wanted(required, value))}")
+
+    # ---- bounds from the data ----------------------------------------------------------------
+    @classmethod
+    def bounds(cls) -> dict[str, tuple[str, int]]:
+        """Field name -> (size name, offset) of every field declared with ``max_from``."""
+        return {f.name: _bound(f.metadata["max_from"]) for f in dataclasses.fields(cls) if f.metadata.get("max_from")}
+
+    def check_bounds(self, sizes: Mapping[str, Size], context: Mapping[str, Any] | None = None) -> None:
+        """Refuse (InvalidParameterError, one line) a used field above the size of the data it is bound
+        by: ``sizes`` is what `Task.sizes` reports. Cost: one comparison per bounded field."""
+        for name, (size, offset) in self.bounds().items():
+            value = getattr(self, name)
+            if size not in sizes or value is None or self.inactive_reason(name, context) is not None:
+                continue
+            largest = sizes[size].value - offset
+            over = [v for v in (value if isinstance(value, tuple) else (value,)) if v > largest]
+            if over:
+                given = _flag(name, over[0]) if self._task_options else f"--param {name}={over[0]}"
+                raise InvalidParameterError(f"{given} is more than the data allow: {sizes[size].what} is "
+                                            f"{sizes[size].value}, so the largest valid {name} is {largest}.")
 
     def active_values(self, **changes) -> "Params":
         """A copy with ``changes``, every field they leave unused back at its default (how a selection
@@ -455,6 +515,14 @@ def _parse_scalar(kind: type, text: str):
             raise ValueError(text)
         return int(number)
     return kind(text)
+
+
+def _flag(name: str, value: Any = None) -> str:
+    """A task option as its command-line flag: ``--split given``, ``--stratify-folds``."""
+    flag = "--" + name.replace("_", "-")
+    if isinstance(value, bool):
+        return flag if value else f"--no-{name.replace('_', '-')}"
+    return flag if value is None else f"{flag} {_show(value)}"
 
 
 def _show(value) -> str:

@@ -1,3 +1,4 @@
+import re
 from dataclasses import dataclass
 
 import pytest
@@ -133,3 +134,114 @@ def test_active_values_resets_what_the_changes_turn_off():
     chosen = Switched(select="none", C=0.1, solver="alternate", relax=1.0).active_values(select="inner-cv")
     assert (chosen.select, chosen.C, chosen.relax) == ("inner-cv", 1.0, 1.0)
     assert Switched(solver="alternate", relax=1.0).active_values(solver="cg").relax == 1.5
+
+
+# ---- bounds from the data ------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class Bounded(Params):
+    select: str = param("none", "switch", Options("none", "grid"))
+    k: int = param(5, "neighbours", Interval(1, None), max_from="train_rows-1", active_when=When(select="none"))
+    ks: tuple[int, ...] = param((2, 3), "candidates", Interval(1, None), max_from="train_rows")
+    rank: int = param(2, "factors", Interval(1, None), max_from="min_side")
+
+
+def test_a_value_above_its_size_is_refused_naming_setting_size_and_largest_valid():
+    from malt.params import Size
+
+    sizes = {"train_rows": Size(8, "the number of training rows in the smallest fold of 'toy'")}
+    Bounded(k=7).check_bounds(sizes)  # 7 = 8 − 1 neighbours besides the row itself
+    with pytest.raises(InvalidParameterError, match=r"^--param k=8 is more than the data allow: the number of "
+                                                    r"training rows in the smallest fold of 'toy' is 8, so the "
+                                                    r"largest valid k is 7\.$"):
+        Bounded(k=8).check_bounds(sizes)
+    with pytest.raises(InvalidParameterError, match=r"^--param ks=9 .* is 8, so the largest valid ks is 8\.$"):
+        Bounded(ks=(2, 9)).check_bounds(sizes)  # each element of a list
+    Bounded.as_stored({"select": "grid", "k": 100}).check_bounds(sizes)  # unused: not checked (refused as given)
+    Bounded(rank=100).check_bounds(sizes)  # a size the task does not report: no bound there
+
+
+def test_a_bound_names_a_size_with_an_optional_offset():
+    assert Bounded.bounds() == {"k": ("train_rows", 1), "ks": ("train_rows", 0), "rank": ("min_side", 0)}
+    with pytest.raises(TypeError, match="max_from"):
+        param(1, "x", max_from="train rows - one")
+
+
+# ---- task options that contradict ------------------------------------------------------------------
+def test_a_task_option_its_split_ignores_is_refused_naming_the_switch_everywhere(tmp_path):
+    """`--split given --stratify-folds` (and --folds, --repeats the other way round) is refused in one
+    line naming the switch, from the API, `malt cv` and an experiment file; nothing is written."""
+    from click.testing import CliRunner
+
+    from malt import api
+    from malt.cli import main
+    from tests.helpers import snapshot
+
+    repo = tmp_path / "repo"
+    cases = [({"split": "given", "stratify_folds": True}, ["--split", "given", "--stratify-folds"],
+              r"--stratify-folds is ignored while split=given \(the multilabel task uses it with split=cv\); "
+              r"drop --stratify-folds or pass --split cv\."),
+             ({"split": "given", "folds": 3}, ["--split", "given", "--folds", "3"],
+              r"--folds 3 is ignored while split=given \(the multilabel task uses it with split=cv\); drop --folds or "
+              r"pass --split cv\."),
+             ({"repeats": 3}, ["--repeats", "3"],
+              r"--repeats 3 is ignored while split=cv \(the multilabel task uses it with split=given\); drop "
+              r"--repeats or pass --split given\.")]
+    for options, flags, expected in cases:
+        with pytest.raises(InvalidParameterError, match="^" + expected + "$"):
+            api.cv("mlknn", "emotions", repo=repo, quiet=True, **options)
+        result = CliRunner().invoke(main, ["cv", "--repo", str(repo), "--algo", "mlknn", "--dataset", "emotions",
+                                           *flags])
+        lines = result.output.strip().splitlines()
+        assert result.exit_code != 0 and len(lines) == 1 and re.fullmatch("error: " + expected, lines[0]), lines
+        values = ", ".join(f"{k} = {str(v).lower() if isinstance(v, bool) else repr(v)}" for k, v in options.items())
+        file = tmp_path / "e.toml"
+        file.write_text(f'[[experiment]]\ndataset = "emotions"\nalgorithm = "mlknn"\noptions = {{ {values} }}\n')
+        run = CliRunner().invoke(main, ["run", str(file), "--repo", str(repo)])
+        assert run.exit_code != 0 and re.search(expected, run.output), run.output
+    assert snapshot(repo) == {}
+
+
+def test_an_ignored_task_option_at_its_default_changes_no_experiment_id():
+    from malt.tasks import get_task
+
+    task = get_task("multilabel")
+    given = task.Params(split="given")
+    assert task.experiment_id("d", "h", task.Params(split="given", folds=5, stratify_folds=False)) == \
+        task.experiment_id("d", "h", given)
+    assert task.experiment_id("d", "h", task.Params(folds=3)) != task.experiment_id("d", "h", task.Params())
+
+
+def test_labeled_above_the_training_rows_is_refused_with_the_largest_valid():
+    from malt import api
+
+    with pytest.raises(Exception, match=r"^--labeled 1000 is more than the data allow: the number of training "
+                                        r"rows in the smallest fold of 'emotions' is 474, so the largest valid "
+                                        r"labeled is 474\.$"):
+        api.plan_experiment("mlknn", "emotions", labeled=1000)
+    assert api.plan_experiment("mlknn", "emotions", labeled=474).options.labeled == 474
+
+
+def test_rerun_skips_a_stored_experiment_whose_task_options_are_refused_today(tmp_path):
+    """Options an older malt stored that contradict (split=given with stratify_folds) are left as they
+    are: `malt rerun` says so in one line, exits 0 and writes nothing."""
+    from click.testing import CliRunner
+
+    from malt import api, registry
+    from malt.cli import main
+    from malt.datasets.sources import open_source
+    from malt.engine import runner as engine
+    from malt.tasks import get_task
+    from tests.helpers import snapshot
+
+    task = get_task("multilabel")
+    data, source = open_source("emotions")
+    options = task.Params.as_stored({"split": "given", "stratify_folds": True})
+    store = api.repository(tmp_path / "repo")
+    algo = registry.get("label-prior")
+    engine.execute(store, engine.Plan(data, source, task, options, [(algo, algo.Params())]), quiet=True)
+    before = snapshot(tmp_path / "repo")
+    result = CliRunner().invoke(main, ["rerun", "--repo", str(tmp_path / "repo")])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"its task options are refused today \(--stratify-folds is ignored while split=given",
+                     result.output), result.output
+    assert snapshot(tmp_path / "repo") == before

@@ -32,7 +32,8 @@ aggregation (the same solutions to the CG tolerance 1e-8; rounding-level differe
 
 @dataclass(frozen=True, kw_only=True)
 class GraphParams(InnerCVParams):
-    k: int = param(10, "neighbours per point in the kNN graph (before symmetrisation)", Interval(1, None))
+    k: int = param(10, "neighbours per point in the kNN graph (before symmetrisation)", Interval(1, None),
+                   max_from="points-1")
     k_grid: tuple[int, ...] = param((10, 5, 20), "candidates for k (select=inner-cv; earlier wins ties)",
                                     Interval(1, None))
     metric: str = param("euclidean", "distance of the kNN search: euclidean, or cosine (text)",

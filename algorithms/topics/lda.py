@@ -78,7 +78,8 @@ def document_bounds(counts, gamma: np.ndarray, beta: np.ndarray, alpha: np.ndarr
 
 @dataclass(frozen=True, kw_only=True)
 class LDAParams(Params):
-    topics: int = param(3, "number of topics K (3 as ctm and gptm in Tables 6.2 and 6.6)", Interval(1, None))
+    topics: int = param(3, "number of topics K (3 as ctm and gptm in Tables 6.2 and 6.6)", Interval(1, None),
+                        max_from="train_docs")
     doc_topic_prior: float = param(0.0, "symmetric Dirichlet α on the topic proportions; 0 = 1/K "
                                    "(scikit-learn's default)", Interval(0, None))
     topic_word_prior: float = param(0.0, "symmetric Dirichlet η on the topics; 0 = 1/K (scikit-learn's default)",

@@ -19,7 +19,7 @@ from . import ctm, gptm, kernels
 
 @dataclass(frozen=True, kw_only=True)
 class CTMParams(Params):
-    topics: int = param(3, "number of topics K", Interval(1, None))
+    topics: int = param(3, "number of topics K", Interval(1, None), max_from="train_docs")
     iters: int = param(50, "maximum variational EM iterations", Interval(1, None))
     e_iters: int = param(5, "coordinate-ascent sweeps of the E-step per EM iteration", Interval(1, None))
     tol: float = param(1e-5, "stop when the bound's relative change falls below this", Interval(0, None))
@@ -38,7 +38,7 @@ class GPTMParams(CTMParams, InnerCVParams):
     kernel: str = param("knn", "document kernel 𝒦: identity (GPTM-KI), knn (6.21) or mustlink (6.22)",
                         Options("identity", "knn", "mustlink"))
     k: int = param(10, "neighbours of the cosine kNN graph (knn kernel)", Interval(1, None),
-                   active_when=When(kernel="knn"))
+                   active_when=When(kernel="knn"), max_from="docs-1")
     gamma: float = param(1.0, "off-diagonal scale γ of the knn / mustlink kernel", Interval(0, None))
     sigma2: float = param(1.0, "bandwidth σ² of the knn kernel (6.21)", Interval(0, None, "neither"),
                           active_when=When(kernel="knn"))

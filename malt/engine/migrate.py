@@ -159,7 +159,7 @@ def _convert(repo, exp: str, note) -> str | None:
     try:
         spec = legacy.read_spec(folder)
         task = get_task(spec["task"])
-        options = task.Params.from_dict(spec["task_params"])
+        options = task.Params.as_stored(spec["task_params"])
     except (MaltError, KeyError, TypeError, ValueError) as err:
         note(f"kept {exp} in the old format: its spec cannot be read under today's task declarations ({err})")
         return None

@@ -39,7 +39,8 @@ class InnerCVParams(Params):
 
     select: str = param("none", "'inner-cv': choose the parameters that have a *_grid by inner cross-validation "
                         "on the training part; 'none': use the values given", Options("none", "inner-cv"))
-    inner_folds: int = param(5, "folds of the inner cross-validation (select=inner-cv)", Interval(2, None))
+    inner_folds: int = param(5, "folds of the inner cross-validation (select=inner-cv)", Interval(2, None),
+                             max_from="inner_items")
 
     @classmethod
     def implied_condition(cls, name: str) -> When | None:

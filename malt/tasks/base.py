@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 
 from malt.errors import MaltError, unknown_name
-from malt.params import NoParams, Params, canonical_json
+from malt.params import NoParams, Params, Size, canonical_json
 from malt.splits import Prediction
 
 
@@ -170,6 +170,20 @@ class Task:
     def n_folds(self, dataset, params: Params) -> int:
         return int(getattr(params, "folds", 5))
 
+    def sizes(self, dataset, params: Params) -> dict[str, Size]:
+        """The sizes of ``dataset`` under these options that algorithm parameters are bounded by
+        (``max_from`` in `malt.params.param`), checked before any unit runs. The shared vocabulary:
+
+        ``train_rows``   training rows of the smallest fold     ``points``      points of a graph over all rows
+        ``docs``         documents of a graph over all of them  ``train_docs``  training documents of the smallest fold
+        ``rows``/``cols`` sides of the matrix to complete       ``min_side``    the smaller of the two
+        ``inner_items``  what an inner CV divides into folds (training rows, labelled points)
+        ``features``     feature columns                        ``min_view``    the smaller of features and labels
+
+        A task leaves out the sizes it has no meaning for (no bound applies there). Cost: a fold
+        assignment at most."""
+        return {}
+
     def split(self, dataset, params: Params, fold: int):  # pragma: no cover - interface
         raise NotImplementedError
 
@@ -203,6 +217,7 @@ _LOADED = False
 def register_task(cls: type[Task]) -> type[Task]:
     if cls.Params is not NoParams:
         cls.Params._owner = f"the {cls.name} task"
+        cls.Params._task_options = True
     names = [m.name for m in cls.metrics]
     if len(set(names)) != len(names):
         raise TypeError(f"task {cls.name!r} declares a metric twice")

@@ -13,7 +13,7 @@ import numpy as np
 
 from malt.tasks import metrics
 from malt.errors import DataError
-from malt.params import Interval, Options, Params, param
+from malt.params import Interval, Options, Params, Size, param
 from malt.splits import MissingSplit, Prediction
 from malt.tasks.base import Metric, Setting, Task, as_array, register_task, subkey_rng
 
@@ -84,6 +84,16 @@ class MissingTask(Task):
         if source == "Y":
             return np.where(np.isnan(T), np.nan, params.c * (2.0 * T - 1.0)), "labels"
         return T, "real"
+
+    def sizes(self, dataset, params):
+        T = self.truth(dataset, params)[0]
+        rows, cols = T.shape[:2]
+        observed = np.count_nonzero(~np.isnan(T))
+        what = f"of the matrix completed in '{dataset.name}'"
+        return {"rows": Size(rows, f"the number of rows {what}"), "cols": Size(cols, f"the number of columns {what}"),
+                "min_side": Size(min(rows, cols), f"the smaller side {what}"),
+                "inner_items": Size(observed - int(round(params.missing * observed)),  # fewest a fold keeps
+                                    f"the number of training entries {what}")}
 
     def split(self, dataset, params, fold):
         T, kind = self.truth(dataset, params)

@@ -16,7 +16,7 @@ import numpy as np
 from malt.tasks import metrics
 from malt.tasks import paper_metrics
 from malt.errors import DataError
-from malt.params import Interval, Options, Params, param
+from malt.params import Interval, Options, Params, Size, When, param
 from malt.splits import MultilabelSplit, Prediction
 from malt.numerics.stratify import iterative_stratification
 from malt.tasks.base import Metric, Setting, Task, as_array, fold_assignment, register_task, subkey_rng
@@ -30,15 +30,17 @@ class MultilabelParams(Params):
     missing: float = param(0.0, "fraction of training label entries hidden at random", Interval(0, 1, "left"))
     discard: bool = param(False, "drop training rows with any hidden label (the '-D' variants)")
     labeled: int | None = param(None, "use at most this many training rows (learning curves)", Interval(1, None))
-    folds: int = param(5, "number of cross-validation folds (split=cv)", Interval(2, None))
+    folds: int = param(5, "number of cross-validation folds (split=cv)", Interval(2, None),
+                       active_when=When(split="cv"))
     split: str = param("cv", "'cv' for k-fold CV, 'given' for the dataset's own train/test split",
                        Options("cv", "given"))
     stratify_folds: bool = param(False, "split=cv: assign the folds so each fold holds every label's share of "
                                  "positives (iterative stratification, Sechidis et al. 2011); as the semisupervised "
-                                 "task's option of the same name does per class")
+                                 "task's option of the same name does per class", active_when=When(split="cv"))
     seed: int = param(0, "seed of the fold assignment and the hidden entries", Interval(0, None), repetition=True)
     repeats: int = param(1, "with split=given: runs on the same split, each with its own seed (a sampler's "
-                         "restarts; Rai & Daumé average 10)", Interval(1, None), count=True)
+                         "restarts; Rai & Daumé average 10)", Interval(1, None), count=True,
+                         active_when=When(split="given"))
 
 
 @register_task
@@ -115,30 +117,53 @@ class MultilabelTask(Task):
         if params.split == "given":
             if "given_train" not in dataset.meta:
                 raise DataError(f"Dataset '{dataset.name}' ships no train/test split; use --task-param split=cv.")
-            if params.folds != MultilabelParams().folds:
-                raise DataError("--folds does not apply with split=given (the dataset's own split is used); "
-                                "drop --folds or use split=cv.")
         else:
-            if params.repeats > 1:
-                raise DataError("repeats applies to the dataset's own split; add --task-param split=given "
-                                "(cross-validation repeats itself over --folds).")
             if dataset.n_rows < params.folds:
                 raise DataError(f"Dataset '{dataset.name}' has {dataset.n_rows} rows, fewer than --folds "
                                 f"{params.folds}; lower --folds.")
 
+        fold_rows = self._fold_rows(dataset, params)
+        if params.labeled is not None and params.labeled > fold_rows:
+            raise DataError(f"--labeled {params.labeled} is more than the data allow: the number of training rows in "
+                            f"the smallest fold of '{dataset.name}' is {fold_rows}, so the largest valid labeled "
+                            f"is {fold_rows}.")
+
     def n_folds(self, dataset, params):
         return params.repeats if params.split == "given" else params.folds
+
+    def _fold_ids(self, dataset, params) -> np.ndarray:
+        """Fold id of every row under split=cv."""
+        n = dataset.n_rows
+        if params.stratify_folds:
+            return iterative_stratification(np.asarray(dataset["Y"], dtype=float), params.folds,
+                                            np.random.default_rng([params.seed, n, params.folds, 2]))
+        return fold_assignment(n, params.folds, params.seed)
+
+    def _fold_rows(self, dataset, params) -> int:
+        """Training rows of the smallest fold, before ``labeled`` caps them."""
+        if params.split == "given":
+            return int(dataset.meta["given_train"])
+        ids = self._fold_ids(dataset, params)
+        return int(ids.size - np.bincount(ids, minlength=params.folds).max())
+
+    def sizes(self, dataset, params):
+        rows = self._fold_rows(dataset, params)
+        if params.labeled is not None:
+            rows = min(rows, params.labeled)
+        train = Size(rows, f"the number of training rows in the smallest fold of '{dataset.name}'"
+                           + (f" (labeled={params.labeled})" if params.labeled is not None else ""))
+        features, labels = dataset["X"].shape[1], np.shape(dataset["Y"])[1]
+        return {"train_rows": train, "inner_items": train,
+                "features": Size(features, f"the number of feature columns of '{dataset.name}'"),
+                "min_view": Size(min(features, labels), f"the smaller of the feature and label counts of "
+                                                        f"'{dataset.name}'")}
 
     def _parts(self, dataset, params, fold):
         n = dataset.n_rows
         if params.split == "given":
             cut = dataset.meta["given_train"]
             return np.arange(cut), np.arange(cut, n)
-        if params.stratify_folds:
-            ids = iterative_stratification(np.asarray(dataset["Y"], dtype=float), params.folds,
-                                           np.random.default_rng([params.seed, n, params.folds, 2]))
-        else:
-            ids = fold_assignment(n, params.folds, params.seed)
+        ids = self._fold_ids(dataset, params)
         return np.flatnonzero(ids != fold), np.flatnonzero(ids == fold)
 
     def split(self, dataset, params, fold):

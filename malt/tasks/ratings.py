@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from malt.tasks import metrics
 from malt.errors import DataError
-from malt.params import Interval, Options, Params, param
+from malt.params import Interval, Options, Params, Size, param
 from malt.splits import Prediction, RatingsSplit, RowScores
 from malt.tasks.base import Metric, Setting, Task, as_array, register_task, subkey_rng
 
@@ -153,6 +153,17 @@ class RatingsTask(Task):
         R = sp.coo_matrix(dataset["ratings"])
         R.sum_duplicates()
         return R
+
+    def sizes(self, dataset, params):
+        R = self._coo(dataset)
+        rows, cols = R.shape
+        what = f"of the rating matrix of '{dataset.name}'"
+        out = {"rows": Size(rows, f"the number of rows {what}"), "cols": Size(cols, f"the number of columns {what}"),
+               "min_side": Size(min(rows, cols), f"the smaller side {what}")}
+        if not params.new_rows:  # held-out rows leave a training count that varies by split
+            out["inner_items"] = Size(R.nnz - int(round((1 - params.train_fraction) * R.nnz)),
+                                      f"the number of training ratings of a split of '{dataset.name}'")
+        return out
 
     def split(self, dataset, params, fold):
         R = self._coo(dataset)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from malt.errors import DataError
-from malt.params import Interval, Options, Params, param
+from malt.params import Interval, Options, Params, Size, param
 from malt.splits import Prediction, SemiSupervisedSplit
 from malt.tasks.base import (Metric, Setting, Task, as_array, fold_assignment, register_task, stratified_fold_assignment,
                              subkey_rng)
@@ -91,8 +91,13 @@ class SemiSupervisedTask(Task):
             raise DataError(f"Dataset '{dataset.name}' has {n} points, too few for {params.folds} folds; "
                             "lower --folds.")
         if params.labeled > n - n // params.folds - 1:
-            raise DataError(f"--labeled {params.labeled} is too large: the training folds of "
-                            f"'{dataset.name}' hold about {n - n // params.folds} points.")
+            raise DataError(f"--labeled {params.labeled} is too large for the data: the training folds of "
+                            f"'{dataset.name}' hold about {n - n // params.folds} points, so the largest valid labeled "
+                            f"is {n - n // params.folds - 1}.")
+
+    def sizes(self, dataset, params):
+        return {"points": Size(dataset.n_rows, f"the number of points of '{dataset.name}' (the graph spans them all)"),
+                "inner_items": Size(params.labeled, "the number of labelled points (labeled)")}
 
     def split(self, dataset, params, fold):
         y = np.asarray(dataset["y"]).astype(np.int64)

@@ -34,7 +34,7 @@ import numpy as np
 
 from malt.errors import DataError
 from malt.tasks.metrics import npmi_coherence
-from malt.params import Interval, Params, param
+from malt.params import Interval, Params, Size, param
 from malt.splits import Prediction, TopicsSplit
 from malt.tasks.base import Metric, Task, as_array, fold_assignment, register_task
 
@@ -89,6 +89,14 @@ class TopicsTask(Task):
         if dataset["docs"].shape[0] < params.folds:
             raise DataError(f"Dataset '{dataset.name}' has {dataset['docs'].shape[0]} documents, fewer than "
                             f"--folds {params.folds}.")
+
+    def sizes(self, dataset, params):
+        n = dataset["docs"].shape[0]
+        ids = fold_assignment(n, params.folds, params.seed)
+        train = int(n - np.bincount(ids, minlength=params.folds).max())
+        smallest = Size(train, f"the number of training documents in the smallest fold of '{dataset.name}'")
+        return {"docs": Size(n, f"the number of documents of '{dataset.name}'"), "train_docs": smallest,
+                "inner_items": smallest}
 
     def split(self, dataset, params, fold):
         import scipy.sparse as sp
