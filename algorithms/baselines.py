@@ -336,26 +336,54 @@ def svm_options(params) -> list:
 
 
 def svm_candidate_margins(X_fit, Y_fit, X_val, options) -> np.ndarray:
-    """(len(options), n_val, L) one-vs-rest SVM margins for every (kernel, C, gamma_scale) candidate."""
-    return np.concatenate([svm_margins(X_fit, Y_fit, X_val, (o.C,), getattr(o, "kernel", "rbf"),
-                                       rbf_gamma(X_fit, o.gamma_scale)) for o in options])
+    """(len(options), n_val, L) one-vs-rest SVM margins for every (kernel, C, gamma_scale) candidate: one
+    kernel matrix per (kernel, γ), shared by every label and C (`svm_margins`)."""
+    out = [None] * len(options)
+    groups: dict = {}
+    for i, o in enumerate(options):
+        kernel = getattr(o, "kernel", "rbf")
+        gamma = rbf_gamma(X_fit, o.gamma_scale) if kernel == "rbf" else None
+        groups.setdefault((kernel, gamma), []).append(i)
+    for (kernel, gamma), members in groups.items():
+        M = svm_margins(X_fit, Y_fit, X_val, tuple(options[i].C for i in members), kernel,
+                        "scale" if gamma is None else gamma)
+        for slot, i in enumerate(members):
+            out[i] = M[slot]
+    return np.stack(out)
+
+
+def kernel_matrix(A, B, kernel: str, gamma: float) -> np.ndarray:
+    """k(A, B) (len(A), len(B)) dense, as scikit-learn's SVC computes it: A Bᵀ, or exp(−γ‖a − b‖²)."""
+    from sklearn.metrics.pairwise import linear_kernel, rbf_kernel
+
+    K = linear_kernel(A, B) if kernel == "linear" else rbf_kernel(A, B, gamma=gamma)
+    return np.asarray(K.toarray() if hasattr(K, "toarray") else K, dtype=float)
 
 
 def svm_margins(X_train, Y_train, X_test, Cs, kernel="linear", gamma="scale") -> np.ndarray:
     """(len(Cs), n_test, L) one-vs-rest SVM margins at every C, each label fit on its known rows; a
-    label whose known entries are one class gets margin ±1."""
+    label whose known entries are one class gets margin ±1.
+
+    The kernel matrices of the training rows and of the test rows against them are computed once (one
+    BLAS product) and passed to every label's and every C's SVC as ``kernel='precomputed'``: libsvm
+    would otherwise evaluate the same n² kernel entries anew in every one of the L · len(Cs) fits."""
     from sklearn.svm import SVC
 
+    if gamma == "scale":
+        gamma = rbf_gamma(X_train, 1.0)
     out = np.zeros((len(Cs), X_test.shape[0], Y_train.shape[1]))
     with single_threaded_blas():
+        K = kernel_matrix(X_train, X_train, kernel, gamma)
+        K_test = kernel_matrix(X_test, X_train, kernel, gamma)
         for j in range(Y_train.shape[1]):  # one model per label and C
             known = ~np.isnan(Y_train[:, j])
             y = Y_train[known, j].astype(int)
             if y.size == 0 or np.all(y == y[0]):
                 out[:, :, j] = (2.0 * y[0] - 1) if y.size else 0.0
                 continue
+            K_j, K_test_j = (K, K_test) if known.all() else (K[np.ix_(known, known)], K_test[:, known])
             for i, C in enumerate(Cs):
-                out[i, :, j] = SVC(C=float(C), kernel=kernel, gamma=gamma).fit(X_train[known], y).decision_function(X_test)
+                out[i, :, j] = SVC(C=float(C), kernel="precomputed").fit(K_j, y).decision_function(K_test_j)
     return out
 
 
@@ -366,10 +394,12 @@ class MLSVM(Algorithm):
     name = "mlsvm"
     tasks = frozenset({"multilabel"})
     Params = MLSVMParams
-    version = "7"  # C by inner CV (2), RBF kernel (3), C and γ by inner CV (4); kernel by inner CV, stratified
+    version = "8"  # C by inner CV (2), RBF kernel (3), C and γ by inner CV (4); kernel by inner CV, stratified
     #                repeated inner CV, one-SE rule, shared thresholds (5); chosen by held-out ranking loss (6);
     #                scores Platt-calibrated per label on out-of-fold margins (7: raw margins ranked enron's labels
-    #                worse than label-prior's coverage, 16.5-16.9 against 15.3, whichever the criterion)
+    #                worse than label-prior's coverage, 16.5-16.9 against 15.3, whichever the criterion); one
+    #                precomputed kernel matrix per (kernel, γ) shared by labels and Cs (8: margins equal to 1e-6;
+    #                yeast fold 0 Hamming 18.51 % both, 530 -> 353 CPU s)
     preload = ("sklearn.svm", "sklearn.linear_model")
 
     def run(self, split, params, ctx):

@@ -70,7 +70,13 @@ def fit_biases(train, reg_user: float = 15.0, reg_item: float = 10.0, *, iterati
     b_u = Σ_i (r − μ − b_i) / (reg_user + n_u) (Surprise's ALS updates) until the largest change is
     below ``tol``. O(L) per sweep.
     """
-    rows, cols, y, (n, m) = training_triplets(train)
+    return biases_at(*training_triplets(train), reg_user, reg_item, iterations=iterations, tol=tol)
+
+
+def biases_at(rows, cols, y, shape, reg_user: float = 15.0, reg_item: float = 10.0, *, iterations: int = 100,
+              tol: float = 1e-10) -> Biases:
+    """`fit_biases` of the ratings ``y`` at (rows, cols) of a matrix of ``shape``, without building one."""
+    n, m = shape
     mu = float(y.mean())
     r = y - mu
     nu = np.bincount(rows, minlength=n)
@@ -107,6 +113,19 @@ class Observed:
         return M
 
 
+def squared_error(y, mu, bu, bi, P, Q, rows, cols) -> float:
+    """Σ (y − μ − b_u − b_i − p_uᵀq_i)² over the ratings, ENTRY_CHUNK at a time (no rating-length temporaries)."""
+    from malt.algorithms.als_blocks import ENTRY_CHUNK
+
+    total = 0.0
+    for start in range(0, len(y), ENTRY_CHUNK):
+        part = slice(start, start + ENTRY_CHUNK)
+        r, c = rows[part], cols[part]
+        e = y[part] - mu - bu[r] - bi[c] - dot_at(P, Q, r, c)
+        total += float(e @ e)
+    return total
+
+
 def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10.0, *, iterations: int = 50,
                   tol: float = 1e-5, rng: np.random.Generator | None = None, init_scale: float = 0.1,
                   start: dict | None = None, client=None, blocks: int | None = None) -> dict:
@@ -134,7 +153,7 @@ def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10
     if start is not None and start["Q"].shape == (m, rank):
         mu, bu, bi, P, Q = start["mu"], start["bu"].copy(), start["bi"].copy(), start["P"].copy(), start["Q"].copy()
     else:
-        b0 = fit_biases(sp.coo_matrix((y, (rows, cols)), shape=(n, m)), reg_bias, reg_bias)
+        b0 = biases_at(rows, cols, y, (n, m), reg_bias, reg_bias)
         mu, bu, bi = b0.mu, b0.user.copy(), b0.item.copy()
         P = init_scale * rng.standard_normal((n, rank))
         Q = init_scale * rng.standard_normal((m, rank))
@@ -148,8 +167,8 @@ def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10
             bu, P = X[:, 0], X[:, 1:]
             X = sides.half_step(1, np.column_stack([np.ones(n), P]), bu, mu, pen)
             bi, Q = X[:, 0], X[:, 1:]
-            e = y - mu - bu[rows] - bi[cols] - dot_at(P, Q, rows, cols)
-            objective.append(float(e @ e + reg * (np.sum(P * P) + np.sum(Q * Q)) + reg_bias * (bu @ bu + bi @ bi)))
+            sse = squared_error(y, mu, bu, bi, P, Q, rows, cols)
+            objective.append(float(sse + reg * (np.sum(P * P) + np.sum(Q * Q)) + reg_bias * (bu @ bu + bi @ bi)))
             if len(objective) > 1 and objective[-2] - objective[-1] <= tol * objective[-2]:
                 break
     finally:
@@ -258,7 +277,7 @@ def collapse_threshold(rows, cols, y, shape, reg_bias: float, rank: int | None =
     value (Lanczos, a few dozen products with R)."""
     from scipy.sparse.linalg import svds
 
-    b = fit_biases(sp.coo_matrix((y, (rows, cols)), shape=shape), reg_bias, reg_bias)
+    b = biases_at(rows, cols, y, shape, reg_bias, reg_bias)
     R = sp.csr_matrix((y - b.at(rows, cols), (rows, cols)), shape=shape)
     sigma = float(svds(R, k=1, return_singular_vectors=False, random_state=0)[0]) if min(shape) > 1 else float("inf")
     k = 1 if rank is None else rank
@@ -299,7 +318,7 @@ def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, pr
 
     if params.reg_bias_grid:
         def bias_loss(option, tr, val):
-            b = fit_biases(part(tr), option.reg_bias, option.reg_bias)
+            b = biases_at(rows[tr], cols[tr], y[tr], shape, option.reg_bias, option.reg_bias)
             return float(np.mean((b.at(rows[val], cols[val]) - y[val]) ** 2))
 
         bias_choice = select(candidates(params, {"reg_bias": params.reg_bias_grid}), bias_loss, ids)

@@ -207,3 +207,28 @@ def test_inner_cv_choice_of_C_is_the_brute_force_choice():
     p = MLLR().run(_split(X_all, Y_all, 120), MLLRParams(C_grid=params.C_grid, scale=False),
                    Context.for_arrays(X_all, seed=5))
     assert p.diagnostics["selected"] == {"C": choice.best.C}
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_svm_margins_with_one_shared_kernel_matrix_are_sklearns_own_svc(kernel):
+    """The precomputed kernel matrix shared by every label and C gives the margins of scikit-learn's SVC
+    computing its kernel itself, label by label (unknown entries left out), at every C."""
+    from sklearn.svm import SVC
+
+    from malt.algorithms.baselines import rbf_gamma, svm_candidate_margins, svm_margins, MLSVMParams
+
+    X, Y = _data(150, 6, 3, seed=4)
+    Y[::7, 1] = np.nan
+    Xt = np.random.default_rng(5).normal(size=(40, 6))
+    gamma = rbf_gamma(X, 2.0)
+    M = svm_margins(X, Y, Xt, (0.5, 3.0), kernel, gamma)
+    for i, C in enumerate((0.5, 3.0)):
+        for j in range(3):
+            known = ~np.isnan(Y[:, j])
+            ref = SVC(C=C, kernel=kernel, gamma=gamma).fit(X[known], Y[known, j].astype(int)).decision_function(Xt)
+            np.testing.assert_allclose(M[i, :, j], ref, atol=1e-6)
+    options = [MLSVMParams(select="none", kernel="rbf", C=c, gamma_scale=g) for g in (2.0, 1.0) for c in (3.0, 0.5)]
+    grouped = svm_candidate_margins(X, Y, Xt, options)
+    for o, G in zip(options, grouped):
+        np.testing.assert_allclose(G, svm_margins(X, Y, Xt, (o.C,), "rbf", rbf_gamma(X, o.gamma_scale))[0],
+                                   atol=1e-12)
