@@ -158,6 +158,9 @@ class MissingEntrySolver:
         by ``change`` = U2_oldᵀ U2_new (computed here when not given)."""
         old, self.basis = self.basis, basis
         n, m = self.shape
+        if (old is not None and old.left.vectors is basis.left.vectors
+                and old.right.vectors is basis.right.vectors):  # only the eigenvalues moved: X̂ stays
+            return
         self.U2 = np.ascontiguousarray(basis.right.vectors, dtype=self.dtype)
         if old is not None and old.left is basis.left:
             if change is None:
@@ -245,6 +248,29 @@ class MissingEntrySolver:
             rz = rz_new
         self.Xt.ravel()[idx] = x
         return {"iterations": it, "residual": float(residual), "converged": bool(residual <= tol)}
+
+
+def fixed_kernel_path(M: np.ndarray, eig1: Eigenbasis, settings, *, tol: float, iterations: int, jitter: float,
+                      single: bool = True):
+    """The fixed points of eqs. 5.22–5.23 for a sequence of row-kernel spectra on one shared factorisation:
+    K1 = U1 diag(s·d1 + c) U1ᵀ for each (s, c) in ``settings`` (``eig1`` = (d1, U1)), K2 the initial
+    second-moment estimate (not re-estimated). Yields X̃ (n, m) after each setting — one array, updated in
+    place, so read it before the next one.
+
+    Every setting shares U1, U2 and the rotated data: a setting changes only the eigenvalues a ⊕ b, so it
+    costs one conjugate-gradient solve (its starting residual and right-hand side, one application of Λ,
+    then its iterations), warm-started from the previous setting's fixed point in the same basis, with no
+    eigendecomposition, no fresh rotation of the data and no new n × m array but the solve's own. Cost:
+    one m × m eigendecomposition in all, then O(nm(n + m)) per iteration."""
+    M, observed = check_matrix(M)
+    _, basis2 = second_moments_eig(M, observed, 0, jitter, single=single)
+    Xt = np.where(observed, M, column_means(M, observed)[None, :])
+    solver = MissingEntrySolver(M, ~observed, Xt, single=single)
+    for scale, nugget in settings:
+        solver.set_basis(KroneckerEigenbasis(Eigenbasis(eig1.values * scale + nugget, eig1.vectors), basis2))
+        solver.solves = min(solver.solves, 1)  # warm start from the last fixed point, no extrapolation
+        solver.solve(tol, iterations)
+        yield Xt
 
 
 def _update_in_basis(right, C: np.ndarray, jitter: float, single: bool):
@@ -491,7 +517,7 @@ class PMAMap(Algorithm):
             return _run_ratings(split, params, ctx)
         if hasattr(split, "hidden"):  # the missing task: a column mean, noise and K1 chosen on training entries
             return run_missing(split, params, ctx, single=params.solver == "cg" and params.tol >= SINGLE_TOL,
-                               pma_map=pma_map)
+                               pma_map=pma_map, path=fixed_kernel_path)
         data = matrix_inputs(split, params)
         K1, eig1 = row_kernel_eig(params, ctx, data.rows, data.fit_rows,
                                   single=params.solver == "cg" and params.tol >= SINGLE_TOL)

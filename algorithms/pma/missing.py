@@ -78,28 +78,61 @@ def solve(R: np.ndarray, v: float, kernel, option, rng, pma_map) -> np.ndarray:
     return fit["values"], fit
 
 
-def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, pma_map, progress=None):
+SCREEN_KEEP = 2
+"""Candidates of the inner grid that go on from the screening (fixed K2, shared factorisation) to the full fit."""
+
+
+def screen(params, options, kernels: dict, R: np.ndarray, v: float, loss, path) -> np.ndarray:
+    """The holdout loss of every candidate with K2 held at its initial estimate (no re-estimation) and the
+    solve at ``UPDATE_TOL_FACTOR`` × tol (10×): per row-kernel family one `fixed_kernel_path` (``path``)
+    through all its (k1_scale, noise) settings — one shared eigenbasis, each setting a rescaling of its
+    eigenvalues and a warm-started solve. Returns the losses in ``options``' order."""
+    losses = np.full(len(options), np.inf)
+    for family in dict.fromkeys(o.k1 for o in options):
+        chosen = [i for i, o in enumerate(options) if o.k1 == family]
+        settings = [(options[i].k1_scale, options[i].noise * v) for i in chosen]
+        fits = path(R, kernels[family][1], settings, tol=10 * params.tol, iterations=params.iterations,
+                    jitter=params.jitter, single=params.solver == "cg" and params.tol >= 1e-4)
+        for i, Xt in zip(chosen, fits):
+            losses[i] = loss(Xt)
+    return losses
+
+
+def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, pma_map, progress=None, path=None):
     """The Selection of (k1, k1_scale, noise) from their grids on a holdout of 1/inner_folds of M's observed
     entries: each candidate completes the other entries (their own column means and variance) and is
-    judged by `holdout_loss` on the held-out ones. Cost: one PMA-MAP solve per candidate."""
+    judged by `holdout_loss` on the held-out ones. With ``path`` (`map.fixed_kernel_path`) and more than
+    `SCREEN_KEEP` candidates, every candidate is first screened on one shared factorisation (`screen`) and
+    only the best `SCREEN_KEEP` get the full fit. Cost: the screen (about one fit per family) plus one
+    PMA-MAP solve per surviving candidate."""
     rows, cols = np.nonzero(~np.isnan(M))
     ids = holdout_ids(rows.size, 1.0 / params.inner_folds, rng)
     grids = {"k1": tuple(k for k in params.k1_grid if k in kernels), "k1_scale": params.k1_scale_grid,
              "noise": params.noise_grid}
-    inner = {}
+    val = np.flatnonzero(ids == 0)
+    hidden = M.copy()
+    hidden[rows[val], cols[val]] = np.nan
+    R, mu, v = centre(hidden, params.center)
+    truth = M[rows[val], cols[val]]
 
-    def evaluate(option, train, val):
-        if not inner:  # one holdout: the same inner matrix for every candidate
-            hidden = M.copy()
-            hidden[rows[val], cols[val]] = np.nan
-            inner["R"], inner["mu"], inner["v"] = centre(hidden, option.center)
-        values, _ = solve(inner["R"], inner["v"], kernels[option.k1], option, np.random.default_rng(0), pma_map)
-        return holdout_loss(values[rows[val], cols[val]] + inner["mu"][cols[val]], M[rows[val], cols[val]], kind)
+    def loss(values):
+        return holdout_loss(values[rows[val], cols[val]] + mu[cols[val]], truth, kind)
 
-    return select(candidates(params, grids), evaluate, ids, progress=progress)
+    def evaluate(option, train, val_ids):
+        values, _ = solve(R, v, kernels[option.k1], option, np.random.default_rng(0), pma_map)
+        return loss(values)
+
+    options = candidates(params, grids)
+    screened = None
+    if path is not None and len(options) > SCREEN_KEEP:
+        screened = screen(params, options, kernels, R, v, loss, path)
+        keep = np.sort(np.argsort(screened, kind="stable")[:SCREEN_KEEP])  # grid order kept: ties to the first
+        options = [options[i] for i in keep]
+    choice = select(options, evaluate, ids, progress=progress)
+    return choice, screened
 
 
-def run_missing(split, params, ctx, single: bool, pma_map):
+def run_missing(split, params, ctx, single: bool, pma_map, path=None):
     """pma-map's answer on the missing task (see the module docstring)."""
     data = matrix_inputs(split, params)
     R, mu, v = centre(data.M, params.center)
@@ -111,10 +144,12 @@ def run_missing(split, params, ctx, single: bool, pma_map):
     diagnostics = {"center": params.center, "variance": round(v, 6)}
     if params.select == "inner-cv" and kernels:
         kind = getattr(split, "kind", "real")
-        choice = choose(params, data.M, kernels, kind, ctx.rng, pma_map,
-                        progress=lambda f: ctx.progress(0.9 * f, "inner holdout over the kernel and the noise"))
+        choice, screened = choose(params, data.M, kernels, kind, ctx.rng, pma_map, path=path,
+                                  progress=lambda f: ctx.progress(0.9 * f, "inner holdout over the kernel and the noise"))
         params = choice.best
         diagnostics.update(choice.diagnostics())
+        if screened is not None:
+            diagnostics["inner_cv_screened"] = len(screened)
     values, fit = solve(R, v, kernels.get(params.k1), params, ctx.rng, pma_map)
     diagnostics.update(iterations=fit["iterations"], residuals=[float(f"{r:.3g}") for r in fit["residuals"]],
                        noise_variance=round(params.noise * v, 6) if kernels else 0.0)
