@@ -227,7 +227,9 @@ class MissingEntrySolver:
         P = Z.copy()
         rz = float(R @ Z)
         residual = np.sqrt(max(rz, 0.0)) / b_norm
-        full = np.zeros((n, m), dtype=dtype)
+        if getattr(self, "_buffer", None) is None:  # zero off U, written on U only: reused by every setting
+            self._buffer = np.zeros((n, m), dtype=dtype)
+        full = self._buffer
         flat, Xh = full.ravel(), self.Xh
         x = self.Xt.ravel()[idx]
         it = 0
@@ -287,7 +289,7 @@ def _update_in_basis(right, C: np.ndarray, jitter: float, single: bool):
 def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 500, tol: float = 1e-3,
             jitter: float = 1e-2, eig1=None, solver: str = "cg", init: str = "mean", relax: float = 1.5,
             anderson: int = 5, alternate_tol: float = 1e-3, rng: np.random.Generator | None = None,
-            parts: bool = True) -> dict:
+            parts: bool = True, start: np.ndarray | None = None) -> dict:
     """PMA-MAP: complete M by the MAP fixed point of eqs. 5.22–5.23 for the current kernels, re-estimating
     K2 = GᵀG/n (and K1 = FFᵀ/m when K1 is None) ``kernel_updates`` times from it.
 
@@ -304,6 +306,8 @@ def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 5
     iterations : maximum iterations per kernel setting (either solver)
     init : 'mean' (observed column means) or 'random' (the paper's random fill) for the missing entries;
         the starting point only (and each kernel setting warm-starts from the previous one)
+    start : (n, m) values to start the missing entries from instead (a nearby problem's fixed point: the
+        inner selection's; any start reaches the same fixed point)
 
     Returns
     -------
@@ -326,7 +330,9 @@ def pma_map(M, K1=None, K2=None, *, kernel_updates: int = 3, iterations: int = 5
     basis1 = eig1 if (eig1 is not None and not estimate_k1) else pd_eigh(K1, "K1", single=single)
     Xt = np.where(observed, M, column_means(M, observed)[None, :])
     scale = (float(np.std(M[observed])) or 1.0) if (init == "random" or solver == "alternate") else None
-    if init == "random":
+    if start is not None:
+        Xt[missing] = np.asarray(start, dtype=float)[missing]
+    elif init == "random":
         rng = rng if rng is not None else np.random.default_rng(0)
         Xt[missing] = rng.normal(0.0, scale, int(missing.sum()))
     counts, residuals = [], []

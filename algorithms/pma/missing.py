@@ -64,7 +64,7 @@ def base_kernels(params, ctx, data, families, single: bool) -> dict:
     return out
 
 
-def solve(R: np.ndarray, v: float, kernel, option, rng, pma_map) -> np.ndarray:
+def solve(R: np.ndarray, v: float, kernel, option, rng, pma_map, start=None) -> np.ndarray:
     """PMA-MAP's completion of the centred R with K1 = s·K (s = option.k1_scale) plus the nugget ν·v; K2
     estimated and re-estimated ``option.kernel_updates`` times. ``kernel``: (K, its Eigenbasis) or None
     (K1 estimated from R, no nugget). ``pma_map``: the solver (`malt.algorithms.pma.map.pma_map`, passed in
@@ -74,28 +74,51 @@ def solve(R: np.ndarray, v: float, kernel, option, rng, pma_map) -> np.ndarray:
         eig1 = Eigenbasis(eig1.values * option.k1_scale + option.noise * v, eig1.vectors)
     fit = pma_map(R, K1, None, kernel_updates=option.kernel_updates, iterations=option.iterations, tol=option.tol,
                   jitter=option.jitter, eig1=eig1, solver=option.solver, init=option.init, relax=option.relax,
-                  anderson=option.anderson, alternate_tol=option.alternate_tol, rng=rng, parts=False)
+                  anderson=option.anderson, alternate_tol=option.alternate_tol, rng=rng, parts=False, start=start)
     return fit["values"], fit
 
 
 SCREEN_KEEP = 2
-"""Candidates of the inner grid that go on from the screening (fixed K2, shared factorisation) to the full fit."""
+"""Candidates of the inner grid that go on from the screen (fixed K2, one shared factorisation) to the full fit."""
+
+SCREEN_TOL = 0.1
+"""Relative residual of the screen's solves (the ranking of the candidates, not their values, is what it reads)."""
 
 
-def screen(params, options, kernels: dict, R: np.ndarray, v: float, loss, path) -> np.ndarray:
-    """The holdout loss of every candidate with K2 held at its initial estimate (no re-estimation) and the
-    solve at ``UPDATE_TOL_FACTOR`` × tol (10×): per row-kernel family one `fixed_kernel_path` (``path``)
-    through all its (k1_scale, noise) settings — one shared eigenbasis, each setting a rescaling of its
-    eigenvalues and a warm-started solve. Returns the losses in ``options``' order."""
+def serpentine(settings: list[tuple[float, float]]) -> list[int]:
+    """An order of (k1_scale, noise) settings in which each is near the last: scales ascending, the noises
+    of every other scale descending, so the warm start of a setting is its grid neighbour's fixed point."""
+    scales = sorted(dict.fromkeys(s for s, _ in settings))
+    order = []
+    for k, scale in enumerate(scales):
+        at = sorted((i for i, (s, _) in enumerate(settings) if s == scale), key=lambda i: settings[i][1])
+        order += at[::-1] if k % 2 else at
+    return order
+
+
+def screen(params, options, kernels: dict, R: np.ndarray, v: float, loss, path, keep: int):
+    """The holdout loss of every candidate with K2 held at its initial estimate (not re-estimated) and the
+    solve at `SCREEN_TOL` (or tol if looser): per row-kernel family one `fixed_kernel_path` (``path``) through all its
+    (k1_scale, noise) settings in `serpentine` order — one shared eigenbasis, each setting a rescaling of
+    its eigenvalues and a solve warm-started from its neighbour's fixed point. Returns (the losses in
+    ``options``' order, {index: a copy of X̃} for the ``keep`` best, the full fits' warm starts)."""
     losses = np.full(len(options), np.inf)
+    kept = {}
     for family in dict.fromkeys(o.k1 for o in options):
         chosen = [i for i, o in enumerate(options) if o.k1 == family]
         settings = [(options[i].k1_scale, options[i].noise * v) for i in chosen]
-        fits = path(R, kernels[family][1], settings, tol=10 * params.tol, iterations=params.iterations,
-                    jitter=params.jitter, single=params.solver == "cg" and params.tol >= 1e-4)
-        for i, Xt in zip(chosen, fits):
+        order = serpentine(settings)
+        fits = path(R, kernels[family][1], [settings[k] for k in order], tol=max(SCREEN_TOL, params.tol),
+                    iterations=params.iterations, jitter=params.jitter,
+                    single=params.solver == "cg" and params.tol >= 1e-4)
+        for k, Xt in zip(order, fits):
+            i = chosen[k]
             losses[i] = loss(Xt)
-    return losses
+            worst = max(kept, key=lambda j: (losses[j], j)) if len(kept) >= keep else None
+            if worst is None or (losses[i], i) < (losses[worst], worst):
+                kept.pop(worst, None)
+                kept[i] = Xt.copy()
+    return losses, kept
 
 
 def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, pma_map, progress=None, path=None):
@@ -103,8 +126,10 @@ def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, pma_map, progre
     entries: each candidate completes the other entries (their own column means and variance) and is
     judged by `holdout_loss` on the held-out ones. With ``path`` (`map.fixed_kernel_path`) and more than
     `SCREEN_KEEP` candidates, every candidate is first screened on one shared factorisation (`screen`) and
-    only the best `SCREEN_KEEP` get the full fit. Cost: the screen (about one fit per family) plus one
-    PMA-MAP solve per surviving candidate."""
+    only the best `SCREEN_KEEP` get the full fit, each warm-started from its screened fixed point.
+    Returns (the Selection, the screened losses or None, the chosen candidate's inner completion plus its
+    column means: a warm start for the outer fit). Cost: the screen (one m × m eigendecomposition and one
+    warm-started solve per candidate) plus one PMA-MAP solve per surviving candidate."""
     rows, cols = np.nonzero(~np.isnan(M))
     ids = holdout_ids(rows.size, 1.0 / params.inner_folds, rng)
     grids = {"k1": tuple(k for k in params.k1_grid if k in kernels), "k1_scale": params.k1_scale_grid,
@@ -118,18 +143,22 @@ def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, pma_map, progre
     def loss(values):
         return holdout_loss(values[rows[val], cols[val]] + mu[cols[val]], truth, kind)
 
+    options = candidates(params, grids)
+    screened, starts, completions = None, {}, {}
+    if path is not None and len(options) > SCREEN_KEEP:
+        screened, kept = screen(params, options, kernels, R, v, loss, path, SCREEN_KEEP)
+        options = [options[i] for i in sorted(kept)]  # grid order kept: ties go to the first
+        starts = {id(options[k]): kept[i] for k, i in enumerate(sorted(kept))}
+
     def evaluate(option, train, val_ids):
-        values, _ = solve(R, v, kernels[option.k1], option, np.random.default_rng(0), pma_map)
+        values, _ = solve(R, v, kernels[option.k1], option, np.random.default_rng(0), pma_map,
+                          start=starts.get(id(option)))
+        completions[id(option)] = values
         return loss(values)
 
-    options = candidates(params, grids)
-    screened = None
-    if path is not None and len(options) > SCREEN_KEEP:
-        screened = screen(params, options, kernels, R, v, loss, path)
-        keep = np.sort(np.argsort(screened, kind="stable")[:SCREEN_KEEP])  # grid order kept: ties to the first
-        options = [options[i] for i in keep]
     choice = select(options, evaluate, ids, progress=progress)
-    return choice, screened
+    chosen = completions.get(id(choice.best))
+    return choice, screened, (None if chosen is None else chosen + mu[None, :])
 
 
 def run_missing(split, params, ctx, single: bool, pma_map, path=None):
@@ -142,15 +171,19 @@ def run_missing(split, params, ctx, single: bool, pma_map, path=None):
         families = params.k1_grid if params.select == "inner-cv" else (params.k1,)
     kernels = base_kernels(params, ctx, data, tuple(dict.fromkeys(families)), single)
     diagnostics = {"center": params.center, "variance": round(v, 6)}
+    start = None
     if params.select == "inner-cv" and kernels:
         kind = getattr(split, "kind", "real")
-        choice, screened = choose(params, data.M, kernels, kind, ctx.rng, pma_map, path=path,
-                                  progress=lambda f: ctx.progress(0.9 * f, "inner holdout over the kernel and the noise"))
+        choice, screened, inner = choose(params, data.M, kernels, kind, ctx.rng, pma_map, path=path,
+                                         progress=lambda f: ctx.progress(0.9 * f,
+                                                                         "inner holdout over the kernel and the noise"))
+        if screened is not None:  # the chosen setting's inner fixed point, recentred: the outer fit's warm start
+            start = inner - mu[None, :]
         params = choice.best
         diagnostics.update(choice.diagnostics())
         if screened is not None:
             diagnostics["inner_cv_screened"] = len(screened)
-    values, fit = solve(R, v, kernels.get(params.k1), params, ctx.rng, pma_map)
+    values, fit = solve(R, v, kernels.get(params.k1), params, ctx.rng, pma_map, start=start)
     diagnostics.update(iterations=fit["iterations"], residuals=[float(f"{r:.3g}") for r in fit["residuals"]],
                        noise_variance=round(params.noise * v, 6) if kernels else 0.0)
     return prediction(values + mu[None, :], data.n_new, diagnostics=diagnostics)
