@@ -75,3 +75,25 @@ def test_eigenvalue_only_changes_keep_the_rotated_iterate_consistent(single):
         np.testing.assert_allclose(solver.Xh, U1.T @ Xt @ right.vectors, atol=1e-9 if not single else 1e-4)
     want, _ = dense_conditional(M, kron_sum_dense(2.0 * K1, K2))
     np.testing.assert_allclose(Xt[~observed], want[~observed], atol=1e-7 if not single else 2e-3)
+
+
+@pytest.mark.parametrize("low_rank", [False, True])
+def test_zero_filled_scores_share_their_eigenbases_across_signals(low_rank):
+    """The ratings task's ranking grid: a cached call at another signal rescales the shared spectrum and
+    gives what a fresh fit at that signal gives (the cache holds one entry per centring)."""
+    from malt.algorithms.pma.ratings import zero_filled_scores, zero_filled_scores_low_rank
+
+    rng = np.random.default_rng(2)
+    n, m = 30, 12
+    rows, cols = np.nonzero(rng.random((n, m)) < 0.4)
+    y = rng.integers(1, 6, rows.size).astype(float)
+    fit = ((lambda **kw: zero_filled_scores_low_rank(rows, cols, y, (n, m), np.arange(n), rank=5, **kw))
+           if low_rank else (lambda **kw: zero_filled_scores(rows, cols, y, (n, m), np.arange(n), **kw)))
+    cache = {}
+    for center in (False, True):
+        for signal in (0.02, 0.3, 0.005):
+            got, got_noise = fit(signal=signal, center=center, cache=cache)
+            want, want_noise = fit(signal=signal, center=center)
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+            assert got_noise == pytest.approx(want_noise)
+    assert len(cache) == 2

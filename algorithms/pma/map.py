@@ -455,7 +455,9 @@ class MAPParams(PMAParams, LabelCoding, InnerCVParams, NaturalThresholdParams):
     select: str = param("inner-cv", "ratings task: 'inner-cv' chooses `signal` and `bias_scale` from their grids on "
                         "one validation split (1/inner_folds of the training ratings); missing task: it chooses k1, "
                         "k1_scale and noise from their grids on a holdout of 1/inner_folds of the training entries "
-                        "(squared hinge loss on the labels' sign, squared error on real values); 'none' uses the "
+                        "(squared hinge loss on the labels' sign, squared error on real values), every candidate "
+                        "screened with K2 fixed at its initial estimate on one shared eigenbasis and the best "
+                        "quarter of the grid (at least 2) fitted in full; 'none' uses the "
                         "values given. The multilabel task has nothing to select", Options("none", "inner-cv"),
                         active_when=When(task=Options("ratings", "missing")))
     center: str = param("column", "missing task: mean of the GP, the observed 'column' means (added back to the "
@@ -597,8 +599,8 @@ def _run_ratings(split, params, ctx):
         diagnostics["eigenpairs"] = [moments["E1"].vectors.shape[1], moments["E2"].vectors.shape[1]]
     scores = fit["scores"]
     if not by_ratings:
-        def ranking(fit_rows, fit_cols, fit_y, score_rows, option):
-            kw = dict(signal=option.rank_signal, center=option.rank_center == "columns")
+        def ranking(fit_rows, fit_cols, fit_y, score_rows, option, cache=None):
+            kw = dict(signal=option.rank_signal, center=option.rank_center == "columns", cache=cache)
             if exact:
                 return zero_filled_scores(fit_rows, fit_cols, fit_y, train.shape, score_rows, **kw)
             return zero_filled_scores_low_rank(fit_rows, fit_cols, fit_y, train.shape, score_rows, rank=params.rank,
@@ -609,9 +611,11 @@ def _run_ratings(split, params, ctx):
             from malt.algorithms.recommenders import relevance_threshold, validation_recall
 
             relevant = relevance_threshold(y)
+            shared = {}  # per validation split: its fits share their eigenbases across rank_signal
 
             def recall(option, fit_idx, val_idx):
-                got, _ = ranking(rows[fit_idx], cols[fit_idx], y[fit_idx], None, option)
+                fold = shared.setdefault((val_idx.size, int(val_idx[0]) if val_idx.size else -1), {})
+                got, _ = ranking(rows[fit_idx], cols[fit_idx], y[fit_idx], None, option, fold)
                 return validation_recall(rows[fit_idx], cols[fit_idx], train.shape, rows[val_idx], cols[val_idx],
                                          y[val_idx], got, relevant)
 
