@@ -158,11 +158,11 @@ class MissingEntrySolver:
         by ``change`` = U2_oldᵀ U2_new (computed here when not given)."""
         old, self.basis = self.basis, basis
         n, m = self.shape
-        if (old is not None and old.left.vectors is basis.left.vectors
-                and old.right.vectors is basis.right.vectors):  # only the eigenvalues moved: X̂ stays
+        same_left = old is not None and old.left.vectors is basis.left.vectors
+        if same_left and old.right.vectors is basis.right.vectors:  # only the eigenvalues moved: X̂ stays
             return
         self.U2 = np.ascontiguousarray(basis.right.vectors, dtype=self.dtype)
-        if old is not None and old.left is basis.left:
+        if same_left:
             if change is None:
                 change = old.right.vectors.T @ basis.right.vectors
             self.both_h = self.both_h @ change.astype(self.dtype)
@@ -253,10 +253,10 @@ class MissingEntrySolver:
 
 
 def fixed_kernel_path(M: np.ndarray, eig1: Eigenbasis, settings, *, tol: float, iterations: int, jitter: float,
-                      single: bool = True):
+                      single: bool = True, kernel_updates: int = 0):
     """The fixed points of eqs. 5.22–5.23 for a sequence of row-kernel spectra on one shared factorisation:
     K1 = U1 diag(s·d1 + c) U1ᵀ for each (s, c) in ``settings`` (``eig1`` = (d1, U1)), K2 the initial
-    second-moment estimate (not re-estimated). Yields X̃ (n, m) after each setting — one array, updated in
+    second-moment estimate, re-estimated ``kernel_updates`` times per setting as `pma_map` does. Yields X̃ (n, m) after each setting — one array, updated in
     place, so read it before the next one.
 
     Every setting shares U1, U2 and the rotated data: a setting changes only the eigenvalues a ⊕ b, so it
@@ -268,10 +268,18 @@ def fixed_kernel_path(M: np.ndarray, eig1: Eigenbasis, settings, *, tol: float, 
     _, basis2 = second_moments_eig(M, observed, 0, jitter, single=single)
     Xt = np.where(observed, M, column_means(M, observed)[None, :])
     solver = MissingEntrySolver(M, ~observed, Xt, single=single)
+    n = M.shape[0]
     for scale, nugget in settings:
-        solver.set_basis(KroneckerEigenbasis(Eigenbasis(eig1.values * scale + nugget, eig1.vectors), basis2))
-        solver.solves = min(solver.solves, 1)  # warm start from the last fixed point, no extrapolation
-        solver.solve(tol, iterations)
+        left = Eigenbasis(eig1.values * scale + nugget, eig1.vectors)
+        basis, change = KroneckerEigenbasis(left, basis2), None
+        for update in range(kernel_updates + 1):
+            if update:  # K2 = ĜᵀĜ/n decomposed in the current right basis, as in `pma_map`
+                Gh = solver.Xh * (basis.b / basis.spectrum("sum")).astype(solver.Xh.dtype)
+                right, change = _update_in_basis(basis.right, Gh.T @ Gh / n, jitter, single)
+                basis = KroneckerEigenbasis(left, right)
+            solver.set_basis(basis, change)
+            solver.solves = min(solver.solves, 1)  # warm start from the last fixed point, no extrapolation
+            solver.solve(tol, iterations)
         yield Xt
 
 

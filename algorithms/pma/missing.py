@@ -85,15 +85,18 @@ def solve(R: np.ndarray, v: float, kernel, option, rng, pma_map, start=None) -> 
 
 
 SCREEN_KEEP = 0.25
-"""Share of the inner grid (rounded up, at least 2) that goes on from the screen (fixed K2, one shared
-factorisation) to the full fit. The screen ignores the K2 re-estimation, which reorders candidates on sets
-with few labels (emotions, genbase: the full fit's best was the screen's 6th and 18th of 40, the latter a
-near-tie with the screen's 4th); keeping 2 cost genbase 0.2 and emotions 0.7 points of error."""
+"""Share of the inner grid (rounded up, at least 2) that goes on from the first screen (K2 fixed at its initial
+estimate) to the second (K2 re-estimated as in the full fit). The first ignores the K2 re-estimation, which
+reorders candidates on sets with few labels: on emotions and genbase (fold 0) the full fit's best was its 7th and
+18th of 40 (the latter within 1e-4 of its 10 best's best); choosing its best outright cost genbase 0.2 and
+emotions 0.7 points of error. The second ranks as the full fit does (CAL500, emotions, genbase: the full fit's
+best is its first or, within 1e-4 of the loss, its second)."""
 
 
 def screen_keep(count: int) -> int:
-    """How many of ``count`` screened candidates get the full fit (`SCREEN_KEEP`)."""
+    """How many of ``count`` candidates go on from the first screen to the second (`SCREEN_KEEP`)."""
     return min(count, max(2, int(np.ceil(SCREEN_KEEP * count))))
+
 
 SCREEN_TOL = 0.1
 """Relative residual of the screen's solves (the ranking of the candidates, not their values, is what it reads)."""
@@ -110,12 +113,14 @@ def serpentine(settings: list[tuple[float, float]]) -> list[int]:
     return order
 
 
-def screen(params, options, kernels: dict, R: np.ndarray, v: float, loss, path, keep: int):
-    """The holdout loss of every candidate with K2 held at its initial estimate (not re-estimated) and the
-    solve at `SCREEN_TOL` (or tol if looser): per row-kernel family one `fixed_kernel_path` (``path``) through all its
-    (k1_scale, noise) settings in `serpentine` order — one shared eigenbasis, each setting a rescaling of
-    its eigenvalues and a solve warm-started from its neighbour's fixed point. Returns (the losses in
-    ``options``' order, {index: a copy of X̃} for the ``keep`` best, the full fits' warm starts)."""
+def screen(params, options, kernels: dict, R: np.ndarray, v: float, loss, path, keep: int, kernel_updates: int = 0,
+           copies: bool = True):
+    """The holdout loss of every candidate with K2 starting at its initial estimate and re-estimated
+    ``kernel_updates`` times (0: held there), each solve to `SCREEN_TOL` (or tol if looser): per row-kernel
+    family one `fixed_kernel_path` (``path``) through all its (k1_scale, noise) settings in `serpentine`
+    order — one shared eigenbasis, each setting a rescaling of its eigenvalues and a solve warm-started from
+    its neighbour's fixed point. Returns (the losses in ``options``' order, {index: a copy of X̃, or None
+    unless ``copies``} for the ``keep`` best)."""
     losses = np.full(len(options), np.inf)
     kept = {}
     for family in dict.fromkeys(o.k1 for o in options):
@@ -124,26 +129,30 @@ def screen(params, options, kernels: dict, R: np.ndarray, v: float, loss, path, 
         order = serpentine(settings)
         fits = path(R, kernels[family][1], [settings[k] for k in order], tol=max(SCREEN_TOL, params.tol),
                     iterations=params.iterations, jitter=params.jitter,
-                    single=params.solver == "cg" and params.tol >= 1e-4)
+                    single=params.solver == "cg" and params.tol >= 1e-4, kernel_updates=kernel_updates)
         for k, Xt in zip(order, fits):
             i = chosen[k]
             losses[i] = loss(Xt)
             worst = max(kept, key=lambda j: (losses[j], j)) if len(kept) >= keep else None
             if worst is None or (losses[i], i) < (losses[worst], worst):
                 kept.pop(worst, None)
-                kept[i] = Xt.copy()
+                kept[i] = Xt.copy() if copies else None
     return losses, kept
 
 
 def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, pma_map, progress=None, path=None):
     """The Selection of (k1, k1_scale, noise) from their grids on a holdout of 1/inner_folds of M's observed
     entries: each candidate completes the other entries (their own column means and variance) and is
-    judged by `holdout_loss` on the held-out ones. With ``path`` (`map.fixed_kernel_path`) and more than
-    `SCREEN_KEEP` candidates, every candidate is first screened on one shared factorisation (`screen`) and
-    only the best `screen_keep` of them get the full fit, each warm-started from its screened fixed point.
-    Returns (the Selection, the screened losses or None, the chosen candidate's inner completion plus its
-    column means: a warm start for the outer fit). Cost: the screen (one m × m eigendecomposition and one
-    warm-started solve per candidate) plus one PMA-MAP solve per surviving candidate."""
+    judged by `holdout_loss` on the held-out ones.
+
+    With ``path`` (`map.fixed_kernel_path`) the grid is walked by structure, successive halving over two
+    screens on one shared factorisation per family (`screen`): every candidate with K2 held at its initial
+    estimate, then the best `screen_keep` with K2 re-estimated ``kernel_updates`` times as in the full fit;
+    the best of the second screen is chosen. Without ``path`` (or with too few candidates to halve) every
+    candidate gets the full fit. Returns (the Selection, the number of candidates screened or None, the
+    chosen candidate's inner completion plus its column means: a warm start for the outer fit). Cost: per
+    family one m × m eigendecomposition, one warm-started solve per candidate and ``kernel_updates`` + 1
+    per candidate kept (O(nm(n + m)) per iteration), no K1 decomposition or fresh rotation of the data."""
     rows, cols = np.nonzero(~np.isnan(M))
     ids = holdout_ids(rows.size, 1.0 / params.inner_folds, rng)
     grids = {"k1": tuple(k for k in params.k1_grid if k in kernels), "k1_scale": params.k1_scale_grid,
@@ -158,17 +167,22 @@ def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, pma_map, progre
         return holdout_loss(values[rows[val], cols[val]] + mu[cols[val]], truth, kind)
 
     options = candidates(params, grids)
-    screened, starts, completions = None, {}, {}
+    completions, screened = {}, None
     if path is not None and screen_keep(len(options)) < len(options):
-        screened, kept = screen(params, options, kernels, R, v, loss, path, screen_keep(len(options)))
+        screened = len(options)
+        _, kept = screen(params, options, kernels, R, v, loss, path, screen_keep(len(options)), copies=False)
         options = [options[i] for i in sorted(kept)]  # grid order kept: ties go to the first
-        starts = {id(options[k]): kept[i] for k, i in enumerate(sorted(kept))}
+        second, kept = screen(params, options, kernels, R, v, loss, path, 1, kernel_updates=params.kernel_updates)
+        completions = {id(options[i]): X for i, X in kept.items()}
+        losses = {id(o): second[i] for i, o in enumerate(options)}
 
-    def evaluate(option, train, val_ids):
-        values, _ = solve(R, v, kernels[option.k1], option, np.random.default_rng(0), pma_map,
-                          start=starts.get(id(option)))
-        completions[id(option)] = values
-        return loss(values)
+        def evaluate(option, train, val_ids):
+            return losses[id(option)]
+    else:
+        def evaluate(option, train, val_ids):
+            values, _ = solve(R, v, kernels[option.k1], option, np.random.default_rng(0), pma_map)
+            completions[id(option)] = values
+            return loss(values)
 
     choice = select(options, evaluate, ids, progress=progress)
     chosen = completions.get(id(choice.best))
@@ -191,12 +205,12 @@ def run_missing(split, params, ctx, single: bool, pma_map, path=None):
         choice, screened, inner = choose(params, data.M, kernels, kind, ctx.rng, pma_map, path=path,
                                          progress=lambda f: ctx.progress(0.9 * f,
                                                                          "inner holdout over the kernel and the noise"))
-        if screened is not None:  # the chosen setting's inner fixed point, recentred: the outer fit's warm start
+        if inner is not None:  # the chosen setting's inner fixed point, recentred: the outer fit's warm start
             start = inner - mu[None, :]
         params = choice.best
         diagnostics.update(choice.diagnostics())
         if screened is not None:
-            diagnostics["inner_cv_screened"] = len(screened)
+            diagnostics["inner_cv_screened"] = screened
     values, fit = solve(R, v, kernels.get(params.k1), params, ctx.rng, pma_map, start=start)
     diagnostics.update(iterations=fit["iterations"], residuals=[float(f"{r:.3g}") for r in fit["residuals"]],
                        noise_variance=round(params.noise * v, 6) if kernels else 0.0)
