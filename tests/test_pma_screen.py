@@ -33,6 +33,22 @@ def test_fixed_kernel_path_gives_each_settings_exact_conditional_mean():
         np.testing.assert_array_equal(X[observed], M[observed])
 
 
+def test_fixed_kernel_path_with_kernel_updates_follows_the_definition_per_setting():
+    """The second screen: each setting re-estimates K2 = GᵀG/n from its own fixed points, starting from the
+    initial moments, whatever setting came before — the dissertation's PMA-MAP for K1 = s K1 + c I, dense."""
+    from tests.test_pma_map_solver import scratch_pma_map
+
+    M, K1, _ = problem(9, 5, 0.3, seed=6)
+    observed = ~np.isnan(M)
+    d, U = np.linalg.eigh(K1)
+    settings = [(1.0, 0.05), (0.2, 0.5), (2.0, 0.01)]
+    got = [X.copy() for X in fixed_kernel_path(M, Eigenbasis(d, U), settings, tol=1e-11, iterations=500,
+                                               jitter=1e-2, single=False, kernel_updates=2)]
+    for (s, c), X in zip(settings, got):
+        want, _ = scratch_pma_map(M, s * K1 + c * np.eye(9), kernel_updates=2)
+        np.testing.assert_allclose(X[~observed], want[~observed], atol=1e-7)
+
+
 def test_pma_map_from_any_start_reaches_the_same_fixed_point():
     """The warm start the inner selection hands on (a nearby problem's fixed point) changes the
     iterations, not the answer: the exact conditional mean under the given kernels."""
