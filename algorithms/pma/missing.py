@@ -99,6 +99,13 @@ chooses: choosing the second screen's best outright cost 0.5 points of error on 
 0.05–0.08 on genbase."""
 
 
+SCREEN_MIN_COST = 2e7
+"""The grid is screened only when one rotation of the inner matrix, n²m + nm² multiply-adds, costs at least this
+(about a millisecond at one thread); below it (emotions 2e6, genbase 1.2e7; CAL500 5.9e7, scene 3.5e7, yeast
+8.2e7, enron 1.6e8) the whole grid's full fits cost under a second a fold, and the screens' pruning, which on
+emotions and genbase lost up to 0.3 and 0.03 points of error, does not pay."""
+
+
 def screen_keep(count: int) -> int:
     """How many of ``count`` candidates go on from the first screen to the second (`SCREEN_KEEP`)."""
     return min(count, max(2, int(np.ceil(SCREEN_KEEP * count))))
@@ -155,9 +162,10 @@ def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, pma_map, progre
     screens on one shared factorisation per family (`screen`): every candidate with K2 held at its initial
     estimate, then the best `screen_keep` with K2 re-estimated ``kernel_updates`` times as in the full fit;
     the `FINAL_KEEP` best of the second screen get the full fit, warm-started from their screened fixed
-    points, which chooses. Without ``path`` (or with too few candidates to halve) every candidate gets the
-    full fit. Returns (the Selection, the number of candidates screened or None, the chosen candidate's
-    inner completion plus its column means: a warm start for the outer fit). Cost: per family one m × m
+    points, which chooses. Without ``path``, with too few candidates to halve, or on a matrix too small for
+    the screens to pay (`SCREEN_MIN_COST`) every candidate gets the full fit. Returns (the Selection, the
+    number of candidates screened or None, the chosen candidate's inner completion plus its column means: a
+    warm start for the outer fit). Cost: per family one m × m
     eigendecomposition, one warm-started solve per candidate and ``kernel_updates`` + 1 per candidate kept
     (O(nm(n + m)) per iteration, no K1 decomposition or fresh rotation of the data), then `FINAL_KEEP` fits."""
     rows, cols = np.nonzero(~np.isnan(M))
@@ -175,7 +183,8 @@ def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, pma_map, progre
 
     options = candidates(params, grids)
     completions, screened = {}, None
-    if path is not None and screen_keep(len(options)) < len(options):
+    n, m = M.shape
+    if path is not None and screen_keep(len(options)) < len(options) and n * m * (n + m) >= SCREEN_MIN_COST:
         screened = len(options)
         _, kept = screen(params, options, kernels, R, v, loss, path, screen_keep(len(options)), copies=False)
         options = [options[i] for i in sorted(kept)]  # grid order kept: ties go to the first
@@ -212,7 +221,7 @@ def run_missing(split, params, ctx, single: bool, pma_map, path=None):
         choice, screened, inner = choose(params, data.M, kernels, kind, ctx.rng, pma_map, path=path,
                                          progress=lambda f: ctx.progress(0.9 * f,
                                                                          "inner holdout over the kernel and the noise"))
-        if inner is not None:  # the chosen setting's inner fixed point, recentred: the outer fit's warm start
+        if screened is not None:  # the chosen setting's inner fixed point, recentred: the outer fit's warm start
             start = inner - mu[None, :]
         params = choice.best
         diagnostics.update(choice.diagnostics())
