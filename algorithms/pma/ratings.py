@@ -246,7 +246,7 @@ class ZeroFilled:
 
 
 def zero_filled_scores(rows, cols, y, shape, score_rows, *, signal: float = 0.02, min_noise: float = 0.1,
-                       center: bool = False):
+                       center: bool = False, cache: dict | None = None):
     """Ranking scores: the same GP (X = F + G, Σ = K1 ⊕ K2 + σ² I) fitted to the zero-filled matrix T
     (t_ij = r_ij / r̄ where rated, 0 elsewhere; PureSVD, Cremonesi, Koren & Turrin 2010), so a score says
     which items a user rates as well as how highly; ranking by predicted ratings alone puts rarely rated
@@ -267,21 +267,32 @@ def zero_filled_scores(rows, cols, y, shape, score_rows, *, signal: float = 0.02
     Returns (len(score_rows), m) scores for the rows ``score_rows`` (sorted ids) and the noise σ²; with
     ``score_rows`` None, a function of row ids returning their scores in place of the scores.
     Cost O(n³ + m³ + nnz m + n² m + |score_rows| (n m + m²)); memory two n × m arrays and the eigenvectors. The
-    zero-filled matrix is never formed densely: T U2 is a sparse × dense product."""
+    zero-filled matrix is never formed densely: T U2 is a sparse × dense product.
+
+    ``cache``: a dict shared by calls on the same ratings (an inner grid over ``signal``): the kernels, their
+    eigenbases and U1ᵀ T U2 are computed once per ``center`` and a further ``signal`` costs O(nm) — it only
+    rescales Φ — plus its scores."""
     n, m = shape
-    target = ZeroFilled(rows, cols, y, shape, center)
-    K1 = target.gram_rows(np.eye(n)) / m
-    K2 = target.gram_cols(np.eye(m)) / n
-    basis = KroneckerEigenbasis(Eigenbasis.symmetric(K1, check_psd=False, floor_rel=0.0),
-                                Eigenbasis.symmetric(K2, check_psd=False, floor_rel=0.0))
-    del K1, K2
+    key = ("exact", bool(center))
+    if cache is not None and key in cache:
+        target, basis, rotated = cache[key]
+    else:
+        target = ZeroFilled(rows, cols, y, shape, center)
+        K1 = target.gram_rows(np.eye(n)) / m
+        K2 = target.gram_cols(np.eye(m)) / n
+        basis = KroneckerEigenbasis(Eigenbasis.symmetric(K1, check_psd=False, floor_rel=0.0),
+                                    Eigenbasis.symmetric(K2, check_psd=False, floor_rel=0.0))
+        del K1, K2
+        rotated = basis.left.vectors.T @ target.right(basis.right.vectors)  # U1ᵀ T_c U2
+        if cache is not None:
+            cache[key] = (target, basis, rotated)
     total = target.total
     kernel_part = float(np.mean(basis.a) + np.mean(basis.b))  # mean diagonals of the projected kernels
     if signal * kernel_part > (1.0 - min_noise) * total:
         signal = (1.0 - min_noise) * total / kernel_part
     noise = total - signal * kernel_part
-    U1, U2 = basis.left.vectors, basis.right.vectors
-    Th = U1.T @ target.right(U2)  # U1ᵀ T_c U2
+    U1 = basis.left.vectors
+    Th = rotated.copy() if cache is not None else rotated
     Phi = basis.spectrum("sum")
     Phi *= signal
     Th *= Phi
@@ -464,7 +475,7 @@ def predict_low_rank(moments: dict, rows, cols, test_rows, test_cols, *, signal:
 
 
 def zero_filled_scores_low_rank(rows, cols, y, shape, score_rows, *, signal: float = 0.02, min_noise: float = 0.1,
-                                rank: int = RANK, center: bool = False):
+                                rank: int = RANK, center: bool = False, cache: dict | None = None):
     """`zero_filled_scores` with low-rank kernels: each side keeps the top ``rank`` eigenpairs (all of them on a
     side of at most ``rank``) of its zero-diagonal Gram operator (`ZeroFilled`: two sparse products per block product,
     O(nnz · rank)), clipped at zero; the complement of their span has eigenvalue 0. With P = V Vᵀ,
@@ -475,14 +486,26 @@ def zero_filled_scores_low_rank(rows, cols, y, shape, score_rows, *, signal: flo
 
     C = V1ᵀ T V2 (T centred by its column means with ``center``, which are added back). Exact (equal to
     `zero_filled_scores`) when both eigenbases are full. Returns the scores of ``score_rows``
-    (len(score_rows), m), or with ``score_rows`` None a function of row ids giving them, and the noise σ². Cost O(nnz · rank + len(score_rows) · m · rank)."""
+    (len(score_rows), m), or with ``score_rows`` None a function of row ids giving them, and the noise σ². Cost O(nnz · rank + len(score_rows) · m · rank).
+
+    ``cache``: as in `zero_filled_scores` — the eigenpairs and the projections T V2, V1ᵀ T, C once per ``center``
+    for every ``signal`` (which only changes φ)."""
     n, m = shape
-    target = ZeroFilled(rows, cols, y, shape, center)
-    rng = np.random.default_rng(0)
-    clip = lambda v: np.maximum(v, 0.0)  # noqa: E731
-    single1, single2 = krylov_space(n, rank), krylov_space(m, rank)
-    E1 = Eigenbasis.top(lambda X: target.gram_rows(X, single1) / m, n, rank, rng=rng, transform=clip)
-    E2 = Eigenbasis.top(lambda X: target.gram_cols(X, single2) / n, m, rank, rng=rng, transform=clip)
+    key = ("low-rank", bool(center), rank)
+    if cache is not None and key in cache:
+        target, E1, E2, TV2, V1T, C = cache[key]
+    else:
+        target = ZeroFilled(rows, cols, y, shape, center)
+        rng = np.random.default_rng(0)
+        clip = lambda v: np.maximum(v, 0.0)  # noqa: E731
+        single1, single2 = krylov_space(n, rank), krylov_space(m, rank)
+        E1 = Eigenbasis.top(lambda X: target.gram_rows(X, single1) / m, n, rank, rng=rng, transform=clip)
+        E2 = Eigenbasis.top(lambda X: target.gram_cols(X, single2) / n, m, rank, rng=rng, transform=clip)
+        TV2 = target.right(E2.vectors)
+        V1T = target.left(E1.vectors)
+        C = E1.vectors.T @ TV2
+        if cache is not None:
+            cache[key] = (target, E1, E2, TV2, V1T, C)
     total = target.total
     kernel_part = float(E1.values.sum() / n + E2.values.sum() / m)  # mean diagonals of the projected kernels
     if signal * kernel_part > (1.0 - min_noise) * total:
@@ -493,9 +516,6 @@ def zero_filled_scores_low_rank(rows, cols, y, shape, score_rows, *, signal: flo
         return signal * x / (signal * x + noise)
 
     V1, V2, a, b = E1.vectors, E2.vectors, E1.values, E2.values
-    TV2 = target.right(V2)
-    V1T = target.left(V1)
-    C = V1.T @ TV2
     p1, p2 = phi(a), phi(b)
     core = phi(a[:, None] + b[None, :]) * C - p1[:, None] * C - C * p2[None, :]
 
