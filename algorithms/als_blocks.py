@@ -59,6 +59,7 @@ def ridge_rows(csr: sp.csr_matrix, V: np.ndarray, reg) -> np.ndarray:
       push-through form (V_iᵀV_i + D)⁻¹V_iᵀr_i = D⁻¹V_iᵀ(V_i D⁻¹V_iᵀ + I_c)⁻¹r_i: a c × c system, all rows of
       one count in one batch (most of CiaoDVD's users and items rated fewer than k = 11 times).
     * The other rows: their Gram matrices (`row_grams`) plus D, ROW_CHUNK rows at a time.
+
     Cost O(L k² + Σ_i min(c_i, k)³); memory O(ROW_CHUNK k²) beside the output.
     """
     n, k = csr.shape[0], V.shape[1]

@@ -291,8 +291,8 @@ PATH_TURN = 1e-3
 
 
 def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, progress=None, client=None):
-    """(the chosen Params, their selection diagnostics, the chosen candidate's holdout fit) on ``inner_rounds`` of ``inner_folds`` folds
-    of the training ratings.
+    """(the chosen Params, their selection diagnostics, the chosen candidate's holdout fit) on
+    ``inner_rounds`` of ``inner_folds`` folds of the training ratings.
 
     1. reg_bias from ``reg_bias_grid`` by the held-out squared error of the bias model μ + b_u + b_i
        (`fit_biases`, O(L) per sweep) — the factors' penalty does not move the biases' optimum much, and
@@ -306,6 +306,7 @@ def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, pr
        candidates score inf.
        A candidate λ at or above the bias residual's top singular value (`collapse_threshold`) is the
        bias model and is scored without an ALS fit.
+
     The final fit starts from the chosen candidate's holdout fit — vanished factors included: then the
     minimiser is the bias model, and ALS from zero factors fits exactly that.
     """
