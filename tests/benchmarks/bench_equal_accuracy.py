@@ -30,6 +30,10 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="*", default=None, choices=FAMILIES)
     parser.add_argument("--json", default=None, help="also write every row as JSON to this file")
     args = parser.parse_args(argv)
+    header = ("model", "data", "metric", "ours", "ours CPU s", "peer", "peer acc", "peer CPU s", "ratio",
+              "floor CPU s", "×floor", "ours MiB", "peer MiB", "note")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header), flush=True)
     rows = []
     for family in args.only or FAMILIES:
         try:
@@ -39,18 +43,13 @@ def main(argv=None) -> int:
                 raise
             print(f"[{family}] no rows yet", file=sys.stderr)
             continue
-        for row in module.rows(args.quick):
-            rows.append(row)
-            print(f"[{family}] {row.model} on {row.dataset}: done", file=sys.stderr, flush=True)
-    header = ("model", "data", "metric", "ours", "ours CPU s", "peer", "peer acc", "peer CPU s", "ratio",
-              "floor CPU s", "×floor", "ours MiB", "peer MiB", "note")
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for r in rows:
-        peer = r.peer if not r.peer_missing else f"{r.peer} (missing: {r.peer_missing})"
-        print("| " + " | ".join([r.model, r.dataset, r.metric, fmt(r.ours_acc, 4), fmt(r.ours_cpu), peer,
-                                 fmt(r.peer_acc, 4), fmt(r.peer_cpu), fmt(r.ratio, 2), fmt(r.floor_cpu),
-                                 fmt(r.floor_ratio, 2), fmt(r.ours_peak_mib), fmt(r.peer_peak_mib), r.note]) + " |")
+        for r in module.rows(args.quick):  # a family's rows as soon as it is done: a long one loses no other
+            rows.append(r)
+            peer = r.peer if not r.peer_missing else f"{r.peer} (missing: {r.peer_missing})"
+            print("| " + " | ".join([r.model, r.dataset, r.metric, fmt(r.ours_acc, 4), fmt(r.ours_cpu), peer,
+                                     fmt(r.peer_acc, 4), fmt(r.peer_cpu), fmt(r.ratio, 2), fmt(r.floor_cpu),
+                                     fmt(r.floor_ratio, 2), fmt(r.ours_peak_mib), fmt(r.peer_peak_mib), r.note])
+                  + " |", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps([r.as_dict() for r in rows], indent=1, default=str))
     return 0
