@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from malt.algorithms.als_blocks import DaskBlocks, LocalBlocks, dot_at, ridge_rows, row_grams  # noqa: F401 (re-exported)
+from malt.algorithms.als_blocks import (ENTRY_CHUNK, DaskBlocks, LocalBlocks, dot_at, ridge_rows,  # noqa: F401
+                                       row_grams)  # row_grams, ridge_rows: re-exported for the family
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
@@ -115,8 +116,6 @@ class Observed:
 
 def squared_error(y, mu, bu, bi, P, Q, rows, cols) -> float:
     """Σ (y − μ − b_u − b_i − p_uᵀq_i)² over the ratings, ENTRY_CHUNK at a time (no rating-length temporaries)."""
-    from malt.algorithms.als_blocks import ENTRY_CHUNK
-
     total = 0.0
     for start in range(0, len(y), ENTRY_CHUNK):
         part = slice(start, start + ENTRY_CHUNK)
