@@ -209,7 +209,34 @@ def test_inner_cv_choice_of_C_is_the_brute_force_choice():
     assert p.diagnostics["selected"] == {"C": choice.best.C}
 
 
-@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_linear_svm_margins_minimise_the_l2_loss_primal():
+    """The linear kernel's margins are the minimiser of ½‖w̃‖² + C Σ max(0, 1 − y w̃ᵀx̃)² (x̃ = (x, s)), found
+    here independently by scipy's L-BFGS on that smooth objective; unknown entries left out."""
+    from scipy.optimize import minimize
+
+    from malt.algorithms.baselines import LINEAR_INTERCEPT_SCALING, svm_margins
+
+    X, Y = _data(150, 6, 3, seed=4)
+    Y[::7, 1] = np.nan
+    Xt = np.random.default_rng(5).normal(size=(40, 6))
+    M = svm_margins(X, Y, Xt, (0.05, 2.0), "linear")
+    s = LINEAR_INTERCEPT_SCALING
+    for i, C in enumerate((0.05, 2.0)):
+        for j in range(3):
+            known = ~np.isnan(Y[:, j])
+            Xa = np.column_stack([X[known], np.full(known.sum(), s)])
+            y = 2.0 * Y[known, j] - 1
+
+            def objective(w):
+                slack = np.maximum(0.0, 1 - y * (Xa @ w))
+                return 0.5 * w @ w + C * slack @ slack, w - 2 * C * Xa.T @ (y * slack)
+
+            w = minimize(objective, np.zeros(Xa.shape[1]), jac=True, method="L-BFGS-B",
+                         options={"gtol": 1e-10, "ftol": 1e-15, "maxiter": 10000}).x
+            np.testing.assert_allclose(M[i, :, j], np.column_stack([Xt, np.full(len(Xt), s)]) @ w, atol=1e-3)
+
+
+@pytest.mark.parametrize("kernel", ["rbf"])
 def test_svm_margins_with_one_shared_kernel_matrix_are_sklearns_own_svc(kernel):
     """The precomputed kernel matrix shared by every label and C gives the margins of scikit-learn's SVC
     computing its kernel itself, label by label (unknown entries left out), at every C."""
