@@ -28,6 +28,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from malt.numerics.linalg import ENTRY_CHUNK, dot_at  # noqa: F401 (re-exported for the ratings family)
+
 
 def row_grams(csr: sp.csr_matrix, V: np.ndarray, weights=None) -> np.ndarray:
     """G_i = Σ_{j : csr_ij ≠ 0} w_ij v_j v_jᵀ for every row i, shape (n, k, k).
@@ -83,19 +85,6 @@ def ridge_rows(csr: sp.csr_matrix, V: np.ndarray, reg) -> np.ndarray:
         A += np.diag(d)
         b = np.asarray(sub @ V)
         out[chunk] = np.linalg.solve(A, b[..., None])[..., 0]
-    return out
-
-
-ENTRY_CHUNK = 1 << 18
-"""Entries whose factor products `dot_at` forms at once (its temporaries: 2 · ENTRY_CHUNK · k floats)."""
-
-
-def dot_at(P: np.ndarray, Q: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """p_rowsᵀ q_cols at every (row, col) pair, (L,), ENTRY_CHUNK pairs at a time (never two L × k gathers)."""
-    out = np.empty(len(rows))
-    for start in range(0, len(rows), ENTRY_CHUNK):
-        stop = start + ENTRY_CHUNK
-        out[start:stop] = np.einsum("ij,ij->i", P[rows[start:stop]], Q[cols[start:stop]])
     return out
 
 

@@ -42,6 +42,36 @@ def test_peak_is_the_units_own_even_after_a_larger_unit_in_the_same_process():
     assert 30 < small - baseline < 60
 
 
+HEAP = """
+import json
+import numpy as np
+from malt.engine.memory import PeakMemory
+
+def rss_mib():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+
+blocks = [np.ones(12_000) for _ in range(20_000)]  # 1.8 GiB in 96 kB arrays: heap, not mmap
+keep = np.ones(12_000)  # the top of the heap stays in use, so free() alone cannot shrink it
+del blocks
+before = rss_mib()
+with PeakMemory() as unit:
+    pass
+print(json.dumps([before, rss_mib(), unit.mib]))
+"""
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(not LINUX, reason="malloc_trim is glibc's")
+def test_a_unit_starts_from_live_memory_not_from_heap_freed_before_it():
+    """Arrays freed before a unit (a data set's temporaries) stay resident in glibc's heap; the unit's
+    peak must not carry them: PeakMemory returns them to the system first."""
+    out = subprocess.run([sys.executable, "-c", HEAP], capture_output=True, text=True, check=True, timeout=100)
+    before, after, peak = json.loads(out.stdout)
+    assert before > 1000  # the freed blocks were still resident (else this test shows nothing)
+    assert after < 300 and peak < 300
+
+
 @pytest.mark.timeout(120)
 def test_every_unit_records_its_peak_resident_memory(tmp_path):
     malt.cv("mllr", "synthetic-multilabel", repo=tmp_path / "repo", folds=2)

@@ -153,3 +153,17 @@ def batched_triangular_solve(L: np.ndarray, B: np.ndarray, transpose: bool = Fal
 def to_dense(X) -> np.ndarray:
     """``X`` as a dense array (a scipy sparse matrix is expanded; anything else goes through np.asarray)."""
     return X.toarray() if sp.issparse(X) else np.asarray(X)
+
+
+ENTRY_CHUNK = 1 << 18
+"""Entries whose factor products `dot_at` forms at once (its temporaries: 2 · ENTRY_CHUNK · k floats)."""
+
+
+def dot_at(P: np.ndarray, Q: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """p_rowsᵀ q_cols at every (row, col) pair, (L,), ENTRY_CHUNK pairs at a time (never two L × k gathers).
+    Cost O(L k) time, O(ENTRY_CHUNK · k) extra memory."""
+    out = np.empty(len(rows))
+    for start in range(0, len(rows), ENTRY_CHUNK):
+        stop = start + ENTRY_CHUNK
+        out[start:stop] = np.einsum("ij,ij->i", P[rows[start:stop]], Q[cols[start:stop]])
+    return out
