@@ -20,8 +20,9 @@ the targets r − μ − b_other and its rows' ridge solutions. The block never 
 
 A row's solution depends on its own ratings and the broadcast design only, so both give the same
 numbers as the whole-matrix solve (bit for bit: the same products and batched solves row by row).
-Memory per block: its triplets (10 bytes per rating) plus (rows, (1 + rank)²) Gram matrices while
-it solves.
+Memory per block: its triplets (10 bytes per rating; 14 where a rating is no exact float32) plus
+(rows, (1 + rank)²) Gram matrices while it solves. Local blocks are the fit's only copy of the ratings:
+the squared error is summed over the row side's blocks.
 """
 from __future__ import annotations
 
@@ -118,6 +119,20 @@ class Block:
         csr = sp.csr_matrix((target, self.cols, self.indptr), shape=(self.n_rows, self.n_cols))
         return ridge_rows(csr, design, pen)
 
+    def squared_error(self, mu: float, row_bias: np.ndarray, col_bias: np.ndarray, row_factors: np.ndarray,
+                      col_factors: np.ndarray) -> float:
+        """Σ (r − μ − b_row − b_col − p_rowᵀ q_col)² over the block's ratings (whole-side biases and factors),
+        ENTRY_CHUNK ratings at a time."""
+        total = 0.0
+        P = row_factors[self.first:self.first + self.n_rows]
+        b = row_bias[self.first:self.first + self.n_rows]
+        for start in range(0, self.y.size, ENTRY_CHUNK):
+            part = slice(start, start + ENTRY_CHUNK)
+            r, c = self.rows[part], self.cols[part]
+            e = self.y[part].astype(np.float64) - mu - b[r] - col_bias[c] - dot_at(P, col_factors, r, c)
+            total += float(e @ e)
+        return total
+
 
 def cut(rows: np.ndarray, cols: np.ndarray, y: np.ndarray, n_rows: int, n_cols: int, blocks: int) -> list[Block]:
     """``blocks`` Blocks of about equal numbers of ratings over consecutive rows."""
@@ -141,6 +156,10 @@ class LocalBlocks:
     def half_step(self, side: int, design, other_bias, mu, pen) -> np.ndarray:
         return np.concatenate([b.half_step(design, other_bias, mu, pen) for b in self.sides[side]])
 
+    def squared_error(self, mu, bu, bi, P, Q) -> float:
+        """The fit's squared error from the row side's blocks (no other copy of the ratings is kept)."""
+        return sum(b.squared_error(mu, bu, bi, P, Q) for b in self.sides[0])
+
 
 class DaskBlocks:
     """Both sides' blocks on the workers of ``client`` (a ``distributed.Client``), ``blocks`` per side
@@ -151,6 +170,7 @@ class DaskBlocks:
         workers = sorted(client.scheduler_info()["workers"])
         blocks = blocks or len(workers)
         self.client = client
+        self.triplets = rows, cols, y  # the squared error is summed here, not shipped back from the workers
         self.sides = []
         for side in (cut(rows, cols, y, n, m, blocks), cut(cols, rows, y, m, n, blocks)):
             self.sides.append([client.scatter(b, workers=[workers[i % len(workers)]], direct=True, hash=False)
@@ -160,6 +180,12 @@ class DaskBlocks:
         shared = self.client.scatter((design, other_bias), broadcast=True, direct=True, hash=False)
         futures = [self.client.submit(_half_step, block, shared, mu, pen, pure=False) for block in self.sides[side]]
         return np.concatenate(self.client.gather(futures, direct=True))
+
+    def squared_error(self, mu, bu, bi, P, Q) -> float:
+        from malt.algorithms.recommenders import squared_error
+
+        rows, cols, y = self.triplets
+        return squared_error(y, mu, bu, bi, P, Q, rows, cols)
 
     def close(self) -> None:
         self.client.cancel([f for side in self.sides for f in side])

@@ -158,6 +158,7 @@ def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10
         Q = init_scale * rng.standard_normal((m, rank))
     sides = (DaskBlocks(rows, cols, y, (n, m), client, blocks) if client is not None
              else LocalBlocks(rows, cols, y, (n, m), blocks or 1))
+    del rows, cols, y  # the blocks hold the ratings now
     pen = np.r_[reg_bias, np.full(rank, reg)]
     objective = []
     try:
@@ -166,7 +167,7 @@ def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10
             bu, P = X[:, 0], X[:, 1:]
             X = sides.half_step(1, np.column_stack([np.ones(n), P]), bu, mu, pen)
             bi, Q = X[:, 0], X[:, 1:]
-            sse = squared_error(y, mu, bu, bi, P, Q, rows, cols)
+            sse = sides.squared_error(mu, bu, bi, P, Q)
             objective.append(float(sse + reg * (np.sum(P * P) + np.sum(Q * Q)) + reg_bias * (bu @ bu + bi @ bi)))
             if len(objective) > 1 and objective[-2] - objective[-1] <= tol * objective[-2]:
                 break
