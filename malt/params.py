@@ -437,8 +437,8 @@ class Params:
                                f"{size.value}, so the largest valid {name}{entry} is {largest}.")
             elif size.notice_above is not None and max(values) > size.notice_above.value:
                 soft = size.notice_above
-                notices.append(f"{name}={_show(value)} is more than {soft.what} ({soft.value}), so some inner "
-                               f"folds lack that class; run as given.")
+                notices.append(f"{name}={_show(value)} is more than {soft.what} ({soft.value}): some of the "
+                               f"{name.replace('_', ' ')} hold none of them; run as given.")
         return (self.derived(**changes) if changes else self), notices
 
     def active_values(self, **changes) -> "Params":

@@ -207,7 +207,14 @@ def within_bounds(task: Task, dataset, options: Params, params: Params) -> tuple
     task's sizes (a fold assignment at most), only for Params that declare a bound."""
     if not params.bounds():
         return params, []
-    return params.within_bounds(task.sizes(dataset, options), {"task": task.name})
+    key = (task.name, dataset.hash, options.to_json())
+    if key not in _SIZES:  # one data set and options per plan: the last one is enough
+        _SIZES.clear()
+        _SIZES[key] = task.sizes(dataset, options)
+    return params.within_bounds(_SIZES[key], {"task": task.name})
+
+
+_SIZES: dict = {}
 
 
 def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str | None, threads: int | None = None,
