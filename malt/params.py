@@ -415,9 +415,11 @@ class Params:
         for name, value, size, largest in self._bounded(sizes, context):
             over = [v for v in (value if isinstance(value, tuple) else (value,)) if v > largest]
             if over and not self._clamps(name, largest, given):
-                given = _flag(name, over[0]) if self._task_options else f"--param {name}={over[0]}"
-                raise InvalidParameterError(f"{given} is more than the data allow: {size.what} is "
-                                            f"{size.value}, so the largest valid {name} is {largest}.")
+                shown = _flag(name, value) if self._task_options else f"--param {name}={_show(value)}"
+                entry = f" (its entry {over[0]})" if isinstance(value, tuple) else ""
+                raise InvalidParameterError(f"{shown}{entry} is more than the data allow: {size.what} is "
+                                            f"{size.value}, so the largest valid {name}{' entry' if entry else ''} "
+                                            f"is {largest}.")
 
     def within_bounds(self, sizes: Mapping[str, Size],
                       context: Mapping[str, Any] | None = None) -> tuple["Params", list[str]]:
