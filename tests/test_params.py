@@ -192,6 +192,11 @@ def test_a_default_or_a_clamped_field_is_lowered_with_one_notice_and_a_typed_val
         Capped(k=4).check_bounds(sizes)
     ok = Capped(k=2, ks=(1,))
     assert ok.within_bounds(sizes) == (ok, [])
+    default_list = Bounded(select="grid").within_bounds({"train_rows": Size(2, "the rows")})  # not clamp=True
+    assert default_list[0].ks == (2,) and default_list[1] == ["ks=2,3 (its default) lowered to 2: the rows is 2, so "
+                                                              "the largest valid ks entry is 2."]
+    with pytest.raises(InvalidParameterError, match=r"^--param ks=2,3 \(its entry 3\) "):
+        Bounded(select="grid").check_bounds({"train_rows": Size(2, "the rows")}, given={"ks"})
 
 
 def test_a_default_below_its_constraint_after_clamping_is_refused_and_a_soft_size_only_notes():
