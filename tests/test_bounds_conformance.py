@@ -323,3 +323,21 @@ def test_rerun_leaves_a_stored_setting_the_data_cannot_support_as_it_is(tmp_path
     assert re.search(r"mlknn\[k=200\] is refused today \(--param k=200 is more than the data allow: .* is 200, "
                      r"so the largest valid k is 199\.\)", result.output), result.output
     assert snapshot(tmp_path / "repo") == before
+
+
+def test_topics_more_inner_folds_than_a_class_has_training_documents_runs_with_a_notice():
+    """gptm stratifies its inner CV by class: the least populated class's training documents (counted
+    from the splits' labels) bound it softly; one more inner fold plans and notes it, that many does not."""
+    from malt.engine import runner as engine
+
+    task = get_task("topics")
+    data = api.dataset(DATA["topics"])
+    options = task.Params()
+    least = min(int(np.bincount(task.split(data, options, fold).labels_train).min()) for fold in range(options.folds))
+    assert task.sizes(data, options)["inner_items"].notice_above.value == least
+    plans = [api.plan_experiment("gptm", DATA["topics"], params={"select": "inner-cv", "inner_folds": str(folds)})
+             for folds in (least + 1, least)]
+    notes = [engine.within_bounds(p.task, p.dataset, p.options, p.entries[0][1])[1] for p in plans]
+    assert notes == [[f"inner_folds={least + 1} is more than the training documents of the least populated class "
+                      f"in a fold of '{data.name}' ({least}): some of the inner folds hold none of them; run as "
+                      f"given."], []]
