@@ -40,9 +40,9 @@ Some values above a bound are lowered to it instead, with a one-line notice reco
 diagnostics (`Params.within_bounds`, applied by the engine as each unit starts; ``malt show
 --diagnostics`` prints it): every field declared ``clamp=True`` (a cap the literature defines, such
 as a candidate list capped at the data's size), and any field left at its default (a value the user
-did not ask for is not refused; one typed at the default value is, as `check_bounds` is told). A size may also carry a softer limit (`Size.notice_above`): a value
-above it runs as given, with a notice (scikit-learn's StratifiedKFold warns when a class has fewer
-members than folds).
+did not ask for is not refused; one typed at the default value is, as `check_bounds` is told). A size
+may also carry a softer limit (`Size.notice_above`): a value above it runs as given, with a notice
+(scikit-learn's StratifiedKFold warns when a class has fewer members than folds).
 """
 from __future__ import annotations
 

@@ -107,7 +107,8 @@ def test_a_value_above_the_data_is_refused_everywhere_and_the_largest_valid_is_a
     n = _sizes(task)[size].value
     largest = n - offset
     params = {k: _text(v) for k, v in setting.items()}
-    entry = (rf" \(its entry {largest + 1}\)", " entry") if isinstance(getattr(algo.Params(), field), tuple) else ("", "")
+    is_list = isinstance(getattr(algo.Params(), field), tuple)
+    entry = (rf" \(its entry {largest + 1}\)", " entry") if is_list else ("", "")
     expected = (rf"^{re.escape(name)}: --param {field}={largest + 1}{entry[0]} is more than the data allow: .* is "
                 rf"{n}, so the largest valid {field}{entry[1]} is {largest}\.$")
     before = snapshot(repo)

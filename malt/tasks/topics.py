@@ -100,7 +100,7 @@ class TopicsTask(Task):
         if y is not None:
             y = np.asarray(y).ravel()
             classes = np.unique(y)
-            least = min(int(min(np.count_nonzero(y[ids != fold] == c) for c in classes)) for fold in range(params.folds))
+            least = min(int(np.count_nonzero(y[ids != fold] == c)) for c in classes for fold in range(params.folds))
             rarest = Size(least, f"the training documents of the least populated class in a fold of '{dataset.name}'")
         return {"docs": Size(n, f"the number of documents of '{dataset.name}'"), "train_docs": smallest,
                 "inner_items": Size(train, smallest.what, rarest)}
