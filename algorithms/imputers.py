@@ -116,8 +116,10 @@ class KNNParams(InnerCVParams):
                         Options("none", "inner-cv"))
     n_neighbors: int = param(10, "neighbours averaged per missing entry (select=none)", Interval(1, None),
                              max_from="rows-1")
-    n_neighbors_grid: tuple[int, ...] = param((5, 10, 20, 40), "candidate n_neighbors (select=inner-cv)",
-                                              Interval(1, None))
+    n_neighbors_grid: tuple[int, ...] = param((5, 10, 20, 40), "candidate n_neighbors (select=inner-cv); "
+                                              "an entry above the rows minus one is refused (the default "
+                                              "list is clamped, with a notice in the diagnostics)",
+                                              Interval(1, None), max_from="rows-1")
     weights: str = param("uniform", "'uniform' mean of the neighbours, or 'distance'-weighted",
                          Options("uniform", "distance"))
     x_components: int = param(50, "principal components kept of the standardised features when they have more "

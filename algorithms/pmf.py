@@ -140,8 +140,9 @@ class PMFParams(InnerCVParams):
     rank: int = param(10, "number of latent factors (select=none)", Interval(1, None), max_from="min_side-1")
     reg: float = param(10.0, "ridge penalty λ on both factor matrices (noise / prior variance; select=none)",
                        Interval(0, None, "neither"))
-    rank_grid: tuple[int, ...] = param((5, 10), "candidate ranks (select=inner-cv; capped at the smaller "
-                                       "dimension minus one)")
+    rank_grid: tuple[int, ...] = param((5, 10), "candidate ranks (select=inner-cv); an entry above the "
+                                       "smaller side minus one is clamped to it, with a notice in the "
+                                       "diagnostics", max_from="min_side-1", clamp=True)
     reg_grid: tuple[float, ...] = param((30.0, 10.0, 3.0, 1.0, 0.3), "candidate λ (select=inner-cv); the "
                                         "first of equally good candidates wins, so the list starts at the "
                                         "strongest penalty (near the bias-only model); 1 and 0.3 let the "

@@ -312,7 +312,8 @@ class SoftImputeParams(InnerCVParams):
                         "sparse, rank-restricted; 'auto': svd up to 4 million entries on the missing task, else als",
                         Options("auto", "svd", "als"))
     rank: int = param(50, "solver als: largest rank of the factors (the solution is the nuclear-norm one while "
-                      "its rank stays below this)", Interval(1, None))
+                      "its rank stays below this); a cap, so one above the smaller side is clamped to it, with "
+                      "a notice in the diagnostics", Interval(1, None), max_from="min_side", clamp=True)
     center: str = param("auto", "offset removed before completing: observed 'column' means, regularised row + "
                         "column 'biases' (Koren 2010; penalties 15 and 10), or 'none'; 'auto': column means on the "
                         "missing task, biases on the ratings task", Options("auto", "column", "biases", "none"))

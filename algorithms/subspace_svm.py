@@ -142,8 +142,9 @@ class PCASVMParams(InnerCVParams, NaturalThresholdParams):
                         "'none': K = k", Options("none", "inner-cv"))
     inner_folds: int = param(3, "folds of the inner cross-validation", Interval(2, None), max_from="inner_items")
     k: int = param(20, "subspace dimension with select=none", Interval(1, None), max_from="features")
-    k_grid: tuple[int, ...] = param((5, 10, 20, 40, 80), "candidate K for select=inner-cv (capped at the "
-                                    "number of features)", Interval(1, None))
+    k_grid: tuple[int, ...] = param((5, 10, 20, 40, 80), "candidate K for select=inner-cv; an entry above "
+                                    "the number of features is clamped to it, with a notice in the "
+                                    "diagnostics", Interval(1, None), max_from="features", clamp=True)
     C: float = param(1.0, "linear SVM regularisation constant", Interval(0, None, "neither"))
     fit_on: str = param("all", "rows PCA is fitted on: train+test ('all', as in §5.2) or 'train'",
                         Options("all", "train"))
@@ -182,8 +183,9 @@ class CCASVMParams(InnerCVParams, NaturalThresholdParams):
                         Options("none", "inner-cv"), active_when=When(task="multilabel"))
     inner_folds: int = param(3, "folds of the inner cross-validation", Interval(2, None), max_from="inner_items")
     k: int = param(4, "number of canonical components with select=none", Interval(1, None), max_from="min_view")
-    k_grid: tuple[int, ...] = param(tuple(range(1, 17)), "candidate K for select=inner-cv (capped at "
-                                    "min(features, labels))", Interval(1, None))
+    k_grid: tuple[int, ...] = param(tuple(range(1, 17)), "candidate K for select=inner-cv; an entry above "
+                                    "min(features, labels) is clamped to it, with a notice in the "
+                                    "diagnostics", Interval(1, None), max_from="min_view", clamp=True)
     C: float = param(1.0, "linear SVM regularisation constant (multilabel task)", Interval(0, None, "neither"),
                      active_when=When(task="multilabel"))
     reg: float = param(1e-3, "ridge added to Σxx and Σyy (× mean variance)", Interval(0, None))

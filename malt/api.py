@@ -143,17 +143,19 @@ def plan_experiment(algorithms, dataset, *, task=None, params=None, repo=None, l
     opts = task_options(chosen, options)
     chosen.check(data, opts)
     entries = algorithm_grid(algos, params or {}, chosen.name)
-    check_bounds(chosen, data, opts, entries)
+    check_bounds(chosen, data, opts, entries, given=set(params or {}))
     return engine.Plan(data, source, chosen, opts, entries)
 
 
-def check_bounds(task, data, options, entries) -> None:
+def check_bounds(task, data, options, entries, given=()) -> None:
     """Refuse, before any unit runs, a setting above a size of the data its parameter is bounded by
-    (``max_from``): one line naming the setting, the size and the largest valid value."""
+    (``max_from``): one line naming the setting, the size and the largest valid value. A parameter
+    not in ``given`` (the names the user typed) and left at its default is clamped as its units run,
+    with a notice in their diagnostics, rather than refused (`malt.params.Params.within_bounds`)."""
     sizes = task.sizes(data, options)
     for algo, params in entries:
         try:
-            params.check_bounds(sizes, {"task": task.name})
+            params.check_bounds(sizes, {"task": task.name}, given)
         except InvalidParameterError as err:
             raise InvalidParameterError(f"{algo.name}: {err}") from None
 

@@ -35,6 +35,14 @@ naming a size the task reports for a dataset (`malt.tasks.base.Task.sizes`: ``tr
 runs, a value above it (an element above it, for a list) is refused in one line naming the setting,
 the data's size and the largest valid value (`Params.check_bounds`); a task without that size has no
 such bound, and an unused parameter is not checked.
+
+Some values above a bound are lowered to it instead, with a one-line notice recorded in the unit's
+diagnostics (`Params.within_bounds`, applied by the engine as each unit starts; ``malt show
+--diagnostics`` prints it): every field declared ``clamp=True`` (a cap the literature defines, such
+as a candidate list capped at the data's size), and any field left at its default (a value the user
+did not ask for is not refused; one typed at the default value is, as `check_bounds` is told). A size
+may also carry a softer limit (`Size.notice_above`): a value above it runs as given, with a notice
+(scikit-learn's StratifiedKFold warns when a class has fewer members than folds).
 """
 from __future__ import annotations
 
@@ -151,7 +159,7 @@ def _wanted(required, current=None):
 
 def param(default: Any, help: str, constraint: Interval | Options | None = None, *, scoring: bool = False,
           count: bool = False, repetition: bool = False, active_when: When | None = None,
-          max_from: str | None = None, execution: bool = False):
+          max_from: str | None = None, clamp: bool = False, execution: bool = False):
     """Declare one parameter: its default, a help line, its allowed values and when it is used.
 
     For task options: ``scoring`` marks an option that only changes how stored predictions are
@@ -165,7 +173,8 @@ def param(default: Any, help: str, constraint: Interval | Options | None = None,
     the condition fails is refused.
 
     ``max_from``: the size of the data the value may not exceed, ``"train_rows"`` or ``"train_rows-1"``
-    (see `Params.check_bounds`).
+    (see `Params.check_bounds`). ``clamp``: a value above it is lowered to it (every entry of a list,
+    repeats dropped) with a notice in the unit's diagnostics rather than refused (`Params.within_bounds`).
 
     ``execution``: the parameter says how a fit runs (where its blocks are solved), never what it
     computes — the same numbers for every value — so it is left out of `Params.key`: it changes no
@@ -175,7 +184,7 @@ def param(default: Any, help: str, constraint: Interval | Options | None = None,
     return field(default=default, metadata={"help": help, "constraint": constraint, "scoring": scoring,
                                             "count": count, "repetition": repetition or count,
                                             "active_when": active_when, "max_from": max_from,
-                                            "execution": execution})
+                                            "clamp": clamp, "execution": execution})
 
 
 def _bound(text: str) -> tuple[str, int]:
@@ -193,6 +202,9 @@ class Size:
 
     value: int
     what: str
+    notice_above: "Size | None" = None
+    """A smaller size a value may exceed with only a notice in the unit's diagnostics (the least
+    populated class of a stratified inner CV), or None."""
 
 
 _TYPE_NAMES = {int: "an int", float: "a float", bool: "a bool", str: "a str"}
@@ -376,19 +388,60 @@ class Params:
         """Field name -> (size name, offset) of every field declared with ``max_from``."""
         return {f.name: _bound(f.metadata["max_from"]) for f in dataclasses.fields(cls) if f.metadata.get("max_from")}
 
-    def check_bounds(self, sizes: Mapping[str, Size], context: Mapping[str, Any] | None = None) -> None:
-        """Refuse (InvalidParameterError, one line) a used field above the size of the data it is bound
-        by: ``sizes`` is what `Task.sizes` reports. Cost: one comparison per bounded field."""
+    def _bounded(self, sizes: Mapping[str, Size], context: Mapping[str, Any] | None):
+        """(name, value, Size, largest valid value) of every used field whose size the task reports."""
         for name, (size, offset) in self.bounds().items():
             value = getattr(self, name)
-            if size not in sizes or value is None or self.inactive_reason(name, context) is not None:
-                continue
-            largest = sizes[size].value - offset
+            if size in sizes and value is not None and self.inactive_reason(name, context) is None:
+                yield name, value, sizes[size], sizes[size].value - offset
+
+    def _clamps(self, name: str, largest: int, given: Iterable[str] = ()) -> bool:
+        """Whether field ``name`` above ``largest`` is lowered to it (declared ``clamp``, or left at its
+        default and not in ``given``) rather than refused; never below the smallest value its constraint
+        allows."""
+        f = self.__dataclass_fields__[name]
+        constraint = f.metadata.get("constraint")
+        if isinstance(constraint, Interval) and constraint.low is not None and largest not in constraint:
+            return False
+        return bool(f.metadata.get("clamp")) or (name not in given and getattr(self, name) == f.default)
+
+    def check_bounds(self, sizes: Mapping[str, Size], context: Mapping[str, Any] | None = None,
+                     given: Iterable[str] = ()) -> None:
+        """Refuse (InvalidParameterError, one line) a used field above the size of the data it is bound
+        by, unless it is clamped (`within_bounds`): ``sizes`` is what `Task.sizes` reports; ``given``
+        the names the user typed (one typed at its default value is refused too). Cost: one comparison
+        per bounded field."""
+        given = set(given)
+        for name, value, size, largest in self._bounded(sizes, context):
             over = [v for v in (value if isinstance(value, tuple) else (value,)) if v > largest]
-            if over:
-                given = _flag(name, over[0]) if self._task_options else f"--param {name}={over[0]}"
-                raise InvalidParameterError(f"{given} is more than the data allow: {sizes[size].what} is "
-                                            f"{sizes[size].value}, so the largest valid {name} is {largest}.")
+            if over and not self._clamps(name, largest, given):
+                shown = _flag(name, value) if self._task_options else f"--param {name}={_show(value)}"
+                entry = f" (its entry {over[0]})" if isinstance(value, tuple) else ""
+                raise InvalidParameterError(f"{shown}{entry} is more than the data allow: {size.what} is "
+                                            f"{size.value}, so the largest valid {name}{' entry' if entry else ''} "
+                                            f"is {largest}.")
+
+    def within_bounds(self, sizes: Mapping[str, Size],
+                      context: Mapping[str, Any] | None = None) -> tuple["Params", list[str]]:
+        """These values with every clamped field above its size lowered to it (a list's entries each,
+        repeats dropped, order kept), and one notice line per field lowered or above its size's
+        `Size.notice_above`: the one clamp path, run as a unit starts (after `check_bounds` refused the
+        rest at planning). Cost: one comparison per bounded field."""
+        changes, notices = {}, []
+        for name, value, size, largest in self._bounded(sizes, context):
+            values = value if isinstance(value, tuple) else (value,)
+            if any(v > largest for v in values) and self._clamps(name, largest):
+                low = tuple(dict.fromkeys(min(v, largest) for v in values))
+                changes[name] = low if isinstance(value, tuple) else low[0]
+                entry = " entry" if isinstance(value, tuple) else ""
+                why = "" if self.__dataclass_fields__[name].metadata.get("clamp") else " (its default)"
+                notices.append(f"{name}={_show(value)}{why} lowered to {_show(changes[name])}: {size.what} is "
+                               f"{size.value}, so the largest valid {name}{entry} is {largest}.")
+            elif size.notice_above is not None and max(values) > size.notice_above.value:
+                soft = size.notice_above
+                notices.append(f"{name}={_show(value)} is more than {soft.what} ({soft.value}): some of the "
+                               f"{name.replace('_', ' ')} hold none of them; run as given.")
+        return (self.derived(**changes) if changes else self), notices
 
     def active_values(self, **changes) -> "Params":
         """A copy with ``changes``, every field they leave unused back at its default (how a selection

@@ -154,10 +154,64 @@ def test_a_value_above_its_size_is_refused_naming_setting_size_and_largest_valid
                                                     r"training rows in the smallest fold of 'toy' is 8, so the "
                                                     r"largest valid k is 7\.$"):
         Bounded(k=8).check_bounds(sizes)
-    with pytest.raises(InvalidParameterError, match=r"^--param ks=9 .* is 8, so the largest valid ks is 8\.$"):
+    with pytest.raises(InvalidParameterError, match=r"^--param ks=2,9 \(its entry 9\) is more than the data allow: "
+                                                    r".* is 8, so the largest valid ks entry is 8\.$"):
         Bounded(ks=(2, 9)).check_bounds(sizes)  # each element of a list
     Bounded.as_stored({"select": "grid", "k": 100}).check_bounds(sizes)  # unused: not checked (refused as given)
     Bounded(rank=100).check_bounds(sizes)  # a size the task does not report: no bound there
+
+
+@dataclass(frozen=True, kw_only=True)
+class Capped(Params):
+    k: int = param(5, "neighbours", Interval(1, None), max_from="train_rows-1")
+    ks: tuple[int, ...] = param((2, 6, 9), "candidates, clamped", Interval(1, None), max_from="train_rows",
+                                clamp=True)
+    folds: int = param(5, "inner folds", Interval(2, None), max_from="items")
+
+
+def test_a_default_or_a_clamped_field_is_lowered_with_one_notice_and_a_typed_value_is_refused():
+    """The clamp path: a clamp=True list is lowered entry by entry (repeats dropped, order kept) even as
+    typed; a default above its size is lowered, typed at the same value it is refused; each lowering is one
+    notice line; a field already within its size is left as it is and says nothing."""
+    from malt.params import Size
+
+    sizes = {"train_rows": Size(4, "the number of training rows of 'toy'")}
+    low, notices = Capped().within_bounds(sizes)
+    assert (low.k, low.ks) == (3, (2, 4))
+    assert notices == ["k=5 (its default) lowered to 3: the number of training rows of 'toy' is 4, so the largest "
+                       "valid k is 3.",
+                       "ks=2,6,9 lowered to 2,4: the number of training rows of 'toy' is 4, so the largest valid ks "
+                       "entry is 4."]
+    Capped().check_bounds(sizes)  # nothing refused: both are lowered as the unit starts
+    Capped(ks=(9, 1)).check_bounds(sizes, given={"ks"})  # clamp=True: lowered even as typed
+    assert Capped(ks=(9, 1)).within_bounds(sizes)[0].ks == (4, 1)
+    with pytest.raises(InvalidParameterError, match=r"^--param k=5 is more than the data allow: .* largest valid k "
+                                                    r"is 3\.$"):
+        Capped().check_bounds(sizes, given={"k"})  # typed, even at the default value
+    with pytest.raises(InvalidParameterError, match=r"^--param k=4 "):
+        Capped(k=4).check_bounds(sizes)
+    ok = Capped(k=2, ks=(1,))
+    assert ok.within_bounds(sizes) == (ok, [])
+    default_list = Bounded(select="grid").within_bounds({"train_rows": Size(2, "the rows")})  # not clamp=True
+    assert default_list[0].ks == (2,) and default_list[1] == ["ks=2,3 (its default) lowered to 2: the rows is 2, so "
+                                                              "the largest valid ks entry is 2."]
+    with pytest.raises(InvalidParameterError, match=r"^--param ks=2,3 \(its entry 3\) "):
+        Bounded(select="grid").check_bounds({"train_rows": Size(2, "the rows")}, given={"ks"})
+
+
+def test_a_default_below_its_constraint_after_clamping_is_refused_and_a_soft_size_only_notes():
+    """Clamping never leaves the declared range (2 inner folds of 1 item is refused, default or not); a
+    size's `notice_above` runs the value as given, with one notice line."""
+    from malt.params import Size
+
+    with pytest.raises(InvalidParameterError, match=r"^--param folds=5 .* the number of items is 1, so the largest "
+                                                    r"valid folds is 1\.$"):
+        Capped().check_bounds({"items": Size(1, "the number of items")})
+    rare = Size(2, "the positive rows of the rarest label")
+    same, notices = Capped().within_bounds({"items": Size(50, "the number of items", rare)})
+    assert same == Capped() and notices == ["folds=5 is more than the positive rows of the rarest label (2): some of "
+                                            "the folds hold none of them; run as given."]
+    assert Capped(folds=2).within_bounds({"items": Size(50, "the number of items", rare)}) == (Capped(folds=2), [])
 
 
 def test_a_bound_names_a_size_with_an_optional_offset():

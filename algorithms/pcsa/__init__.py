@@ -31,8 +31,9 @@ RANKED_BY_EXPOSURE = RATINGS_OBSERVED & When(ranking="exposure")
 class CoSubspaceParams(Params):
     """What every PCSA variant sets: ranks, the variational loop, the inference path and its options."""
 
-    rank: int = param(20, "cap on both latent dimensionalities d1, d2 (ARD prunes unused columns)",
-                      Interval(1, None))
+    rank: int = param(20, "cap on both latent dimensionalities d1, d2 (ARD prunes unused columns); one above "
+                      "the smaller side is clamped to it, with a notice in the diagnostics", Interval(1, None),
+                      max_from="min_side", clamp=True)
     max_iter: int = param(100, "maximum variational iterations", Interval(1, None))
     tol: float = param(1e-5, "stop when the bound's relative increase falls below this", Interval(0, 1))
     inference: str = param("auto", "'fill': §3.1 — missing entries filled with the posterior mean, dense "

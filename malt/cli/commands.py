@@ -406,6 +406,7 @@ def show(experiment_id, algo_names, params, fmt, raw, diagnostics, show_failed, 
         click.echo(frame.to_csv(index=False) if fmt == "csv" else frame.to_json(orient="records") if fmt == "json"
                    else frame.to_string(index=False))
         return
+    notices = rs.notices(experiment_id) if diagnostics and fmt == "table" else []
     if diagnostics:
         frame = rs.diagnostics if raw or fmt != "table" else rs.diagnostics_wide(experiment_id)
     elif raw:
@@ -420,6 +421,8 @@ def show(experiment_id, algo_names, params, fmt, raw, diagnostics, show_failed, 
         click.echo(frame.to_json(orient="records"))
     else:
         click.echo(frame.to_string() if not frame.empty else "(no finished units)")
+        for line in notices:  # values the units ran with other than the setting's (clamped to the data)
+            click.echo(f"notice: {line}")
     incomplete = rs.completeness[rs.completeness["done"] < rs.completeness["planned"]]
     if not incomplete.empty and fmt == "table":
         click.echo(f"({len(incomplete)} setting(s) have fewer finished folds than planned; `malt rerun` "

@@ -201,6 +201,22 @@ def failed_outcome(unit: Unit, error: str, seconds: float) -> Outcome:
                         timestamp=time.time()))
 
 
+def within_bounds(task: Task, dataset, options: Params, params: Params) -> tuple[Params, list[str]]:
+    """The values a unit runs with: ``params`` with fields above the data's sizes clamped, and the
+    notices saying so (`Params.within_bounds`; the unit's key stays that of ``params``). Cost: the
+    task's sizes (a fold assignment at most), only for Params that declare a bound."""
+    if not params.bounds():
+        return params, []
+    key = (task.name, dataset.hash, options.to_json())
+    if key not in _SIZES:  # one data set and options per plan: the last one is enough
+        _SIZES.clear()
+        _SIZES[key] = task.sizes(dataset, options)
+    return params.within_bounds(_SIZES[key], {"task": task.name})
+
+
+_SIZES: dict = {}
+
+
 def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str | None, threads: int | None = None,
              progress=None, jobs: int = 1) -> Outcome:
     """Fit, predict and score one unit; never raises for algorithm errors (they become a failed record).
@@ -227,14 +243,16 @@ def run_unit(dataset, task: Task, options: Params, unit: Unit, cache_path: str |
             split = task.split(dataset, options, unit.fold)
             ctx = Context(task.features(dataset), data_key=dataset.hash, seed=unit.seed, cache=cache,
                           dataset=dataset, producer=f"{algo.name}@{algo.version}", progress=progress)
-            prediction = algo().run(split, unit.params, ctx)
+            params, notices = within_bounds(task, dataset, options, unit.params)
+            prediction = algo().run(split, params, ctx)
             fit, fit_cpu = time.perf_counter() - start, time.process_time() - cpu
             packed = _roundtrip(task.pack(split, prediction, options))
             scores = score_packed(task, dataset, options, split, packed)
         record.update(status="ok", metrics=scores, metric_versions=metric_versions(task, scores), fit_seconds=fit,
                       fit_cpu_seconds=fit_cpu, peak_rss_mib=round(peak.mib, 1))
-        if prediction.diagnostics:
-            record["diagnostics"] = _jsonable(prediction.diagnostics)
+        if prediction.diagnostics or notices:
+            record["diagnostics"] = _jsonable({**(prediction.diagnostics or {}), **({"notices": notices} if notices
+                                                                                 else {})})
         if caught:
             record["warnings"] = sorted({str(w.message) for w in caught})[:10]
     except MemoryError:

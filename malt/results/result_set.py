@@ -257,6 +257,14 @@ class ResultSet:
             cells.setdefault(label, {})[names[row["display"]]] = cell
         return pd.DataFrame(cells).T[[names[d] for d in displays]] if cells else pd.DataFrame()
 
+    def notices(self, experiment: str) -> list[str]:
+        """'setting: line' for each distinct notice the units of ``experiment`` recorded (a value
+        lowered to what the data allow, `malt.params.Params.within_bounds`), in setting order."""
+        units = self._diagnostics.units if isinstance(self._diagnostics, _LazyDiagnostics) else []
+        found = {(u["display"], line): None for u in units if u["experiment"] == experiment
+                 for line in (u["_record"].get("diagnostics") or {}).get("notices", [])}
+        return [f"{display}: {line}" for display, line in found]
+
     def diagnostics_wide(self, experiment: str) -> pd.DataFrame:
         """One experiment's recorded diagnostics as diagnostic × algorithm cells 'mean ± std' over folds."""
         d = self.diagnostics

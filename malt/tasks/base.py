@@ -180,8 +180,10 @@ class Task:
         ``inner_items``  what an inner CV divides into folds (training rows, labelled points)
         ``features``     feature columns                        ``min_view``    the smaller of features and labels
 
-        A task leaves out the sizes it has no meaning for (no bound applies there). Cost: a fold
-        assignment at most."""
+        A task leaves out the sizes it has no meaning for (no bound applies there). A size may carry
+        `Size.notice_above`, a smaller count a value may exceed with only a notice in the unit's
+        diagnostics (the least populated class or rarest label of a stratified inner CV). Cost: a fold
+        assignment at most, or every fold's split where a notice needs its counts."""
         return {}
 
     def split(self, dataset, params: Params, fold: int):  # pragma: no cover - interface

@@ -153,10 +153,28 @@ class MultilabelTask(Task):
         train = Size(rows, f"the number of training rows in the smallest fold of '{dataset.name}'"
                            + (f" (labeled={params.labeled})" if params.labeled is not None else ""))
         features, labels = dataset["X"].shape[1], np.shape(dataset["Y"])[1]
-        return {"train_rows": train, "inner_items": train,
+        return {"train_rows": train, "inner_items": Size(train.value, train.what, self._rarest(dataset, params)),
                 "features": Size(features, f"the number of feature columns of '{dataset.name}'"),
                 "min_view": Size(min(features, labels), f"the smaller of the feature and label counts of "
                                                         f"'{dataset.name}'")}
+
+    def _rarest(self, dataset, params) -> Size:
+        """The positive training rows of the rarest label over the folds. More inner folds than that
+        leaves some without a positive: normal for rare labels (iterative stratification, Sechidis et
+        al. 2011, deals them as evenly as it can), so it is a notice (`Size.notice_above`), as
+        scikit-learn's StratifiedKFold warns, never a refusal. Cost: every fold's split."""
+        fewest = None
+        for fold in range(self.n_folds(dataset, params)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # labels without a positive: the unit itself warns
+                try:
+                    Y_train = self.split(dataset, params, fold).Y_train
+                except DataError:  # the unit fails with it
+                    continue
+            least = int(np.nansum(Y_train, axis=0).min())
+            fewest = least if fewest is None else min(fewest, least)
+        return Size(fewest if fewest is not None else 0,
+                    f"the positive training rows of the rarest label in a fold of '{dataset.name}'")
 
     def _parts(self, dataset, params, fold):
         n = dataset.n_rows

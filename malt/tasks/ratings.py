@@ -160,21 +160,29 @@ class RatingsTask(Task):
         what = f"of the rating matrix of '{dataset.name}'"
         out = {"rows": Size(rows, f"the number of rows {what}"), "cols": Size(cols, f"the number of columns {what}"),
                "min_side": Size(min(rows, cols), f"the smaller side {what}")}
-        if not params.new_rows:  # held-out rows leave a training count that varies by split
-            out["inner_items"] = Size(R.nnz - int(round((1 - params.train_fraction) * R.nnz)),
-                                      f"the number of training ratings of a split of '{dataset.name}'")
+        if params.new_rows:  # held-out rows leave a training count that varies by split: the fewest
+            train = min(R.nnz - int(self._test_mask(R, params, fold).sum()) for fold in range(params.runs))
+            what = f"the number of training ratings in the smallest split of '{dataset.name}' (new_rows)"
+        else:
+            train = R.nnz - int(round((1 - params.train_fraction) * R.nnz))
+            what = f"the number of training ratings of a split of '{dataset.name}'"
+        out["inner_items"] = Size(train, what)
         return out
 
-    def split(self, dataset, params, fold):
-        R = self._coo(dataset)
+    def _test_mask(self, R, params, fold) -> np.ndarray:
+        """(nnz,) bool: the ratings split ``fold`` holds out. Cost: O(nnz)."""
         rng = subkey_rng("ratings", params.seed, fold, params.train_fraction, params.new_rows)
         if params.new_rows:
             rows = np.unique(R.row)
             n_test = max(1, int(round((1 - params.train_fraction) * rows.size)))
-            test_mask = np.isin(R.row, rng.choice(rows, n_test, replace=False))
-        else:
-            test_mask = np.zeros(R.nnz, dtype=bool)
-            test_mask[rng.choice(R.nnz, int(round((1 - params.train_fraction) * R.nnz)), replace=False)] = True
+            return np.isin(R.row, rng.choice(rows, n_test, replace=False))
+        test_mask = np.zeros(R.nnz, dtype=bool)
+        test_mask[rng.choice(R.nnz, int(round((1 - params.train_fraction) * R.nnz)), replace=False)] = True
+        return test_mask
+
+    def split(self, dataset, params, fold):
+        R = self._coo(dataset)
+        test_mask = self._test_mask(R, params, fold)
         tr = ~test_mask
         import scipy.sparse as sp
 

@@ -96,8 +96,18 @@ class SemiSupervisedTask(Task):
                             f"is {n - n // params.folds - 1}.")
 
     def sizes(self, dataset, params):
+        """An inner CV divides the ℓ labelled points (refused above them). Stratified by class, as every
+        algorithm of this task does it, a class with fewer labelled points than inner folds is missing
+        from some of them: scikit-learn's StratifiedKFold warns then (and refuses only when every class
+        is that small, because its folds would be empty; malt deals the classes in one round-robin, so
+        its folds stay filled up to ℓ), so that is a notice here (`Size.notice_above`). Cost: the
+        labelled draw of every fold."""
+        C = int(np.max(dataset["y"])) + 1
+        least = min(int(np.bincount(split.y[split.y >= 0], minlength=C).min())
+                    for split in (self.split(dataset, params, fold) for fold in range(params.folds)))
+        stratum = Size(least, f"the labelled points of the least populated class in a fold of '{dataset.name}'")
         return {"points": Size(dataset.n_rows, f"the number of points of '{dataset.name}' (the graph spans them all)"),
-                "inner_items": Size(params.labeled, "the number of labelled points (labeled)")}
+                "inner_items": Size(params.labeled, "the number of labelled points (labeled)", stratum)}
 
     def split(self, dataset, params, fold):
         y = np.asarray(dataset["y"]).astype(np.int64)

@@ -95,8 +95,15 @@ class TopicsTask(Task):
         ids = fold_assignment(n, params.folds, params.seed)
         train = int(n - np.bincount(ids, minlength=params.folds).max())
         smallest = Size(train, f"the number of training documents in the smallest fold of '{dataset.name}'")
+        y = dataset.get("y")
+        rarest = None  # an inner CV stratified by class (gptm): fewer members than folds is a notice
+        if y is not None:
+            y = np.asarray(y).ravel()
+            classes = np.unique(y)
+            least = min(int(np.count_nonzero(y[ids != fold] == c)) for c in classes for fold in range(params.folds))
+            rarest = Size(least, f"the training documents of the least populated class in a fold of '{dataset.name}'")
         return {"docs": Size(n, f"the number of documents of '{dataset.name}'"), "train_docs": smallest,
-                "inner_items": smallest}
+                "inner_items": Size(train, smallest.what, rarest)}
 
     def split(self, dataset, params, fold):
         import scipy.sparse as sp
