@@ -39,13 +39,23 @@ from malt.splits import Prediction, RowScores
 # building blocks
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
 def training_triplets(train) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
-    """(rows, cols, ratings, shape) of a sparse training matrix, duplicates summed, zeros dropped."""
+    """(rows, cols, ratings, shape) of a sparse training matrix, duplicates summed, zeros dropped; views
+    of its own arrays (read-only) when it is a sorted COO without zeros, so a fit holds no copy of them."""
     T = sp.coo_matrix(train)
+    T.has_canonical_format = bool(getattr(train, "has_canonical_format", False))  # no copy of a sorted COO
     T.sum_duplicates()
     keep = T.data != 0
     if not keep.any():
         raise DataError("The training matrix has no rating; there is nothing to fit.")
+    if keep.all():  # the usual case: read-only views of the training matrix's own arrays, no copy
+        return (*(_read_only(a) for a in (T.row, T.col, T.data.astype(float, copy=False))), T.shape)
     return T.row[keep], T.col[keep], T.data[keep].astype(float), T.shape
 
 

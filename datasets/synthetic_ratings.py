@@ -63,6 +63,7 @@ def synthetic_ratings(n: int = 2000, m: int = 400, nnz: int = 40_000, *, rank: i
     del x
     y += np.sqrt(noise) * rng.standard_normal(nnz)
     R = sp.coo_matrix((y, (rows, cols)), shape=(n, m))
+    R.has_canonical_format = True  # distinct positions in row-major order: no consumer needs to sort a copy
     meta = {"generator": "malt.datasets.synthetic_ratings.synthetic_ratings", "noise": noise, "mean": mean,
             "lambda1": lam1.tolist(), "lambda2": lam2.tolist(),
             "hash_meta": {"n": n, "m": m, "nnz": nnz, "rank": rank, "signal": signal, "noise": noise,

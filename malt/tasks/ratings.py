@@ -150,8 +150,10 @@ class RatingsTask(Task):
     def _coo(self, dataset):
         import scipy.sparse as sp
 
-        R = sp.coo_matrix(dataset["ratings"])
-        R.sum_duplicates()
+        given = dataset["ratings"]
+        R = sp.coo_matrix(given)  # shares a COO input's arrays ...
+        R.has_canonical_format = bool(getattr(given, "has_canonical_format", False))  # ... and its sortedness
+        R.sum_duplicates()  # a copy only when the input is not known to be sorted without repeats
         return R
 
     def sizes(self, dataset, params):
@@ -187,6 +189,7 @@ class RatingsTask(Task):
         import scipy.sparse as sp
 
         train = sp.coo_matrix((R.data[tr], (R.row[tr], R.col[tr])), shape=R.shape)
+        train.has_canonical_format = True  # a subset of sorted, distinct positions, in order
         return RatingsSplit(train, R.row[test_mask], R.col[test_mask], dataset.get("row_graph"),
                             dataset.get("col_graph"), dataset.get("row_features"), dataset.get("col_features"),
                             bool(params.new_rows), fold)
