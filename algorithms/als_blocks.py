@@ -32,22 +32,62 @@ import scipy.sparse as sp
 from malt.numerics.linalg import ENTRY_CHUNK, dot_at  # noqa: F401 (re-exported for the ratings family)
 
 
-def row_grams(csr: sp.csr_matrix, V: np.ndarray, weights=None) -> np.ndarray:
-    """G_i = Σ_{j : csr_ij ≠ 0} w_ij v_j v_jᵀ for every row i, shape (n, k, k).
+def row_grams(csr: sp.csr_matrix, V: np.ndarray, weights=None, outer: np.ndarray | None = None) -> np.ndarray:
+    """G_i = Σ_{j : csr_ij ≠ 0} w_ij v_j v_jᵀ for every row i, shape (n, k, k). O(L k²) time.
 
-    One sparse × dense product with the (m, k²) outer products of V's rows: O(L k²) time and
-    O((n + m) k²) memory (never one k × k block per rating). ``weights``: values of ``csr`` (default
-    all ones on its pattern).
+    When V has at most GRAM_ENTRIES rows: one sparse × dense product with the (m, k²) table of its rows'
+    outer products (``outer``, `outer_products`, passed in when one table serves several calls).
+    Otherwise that table would outgrow the fit (500,000 items at k = 21: 1.8 GB), and rows are taken in
+    runs of about GRAM_ENTRIES ratings, the run's v_j v_jᵀ (one per rating) summed per row by one
+    ``np.add.reduceat``; a row with more ratings than that is one product V_iᵀ diag(w_i) V_i. Memory
+    O(GRAM_ENTRIES k²) beside the output either way. ``weights``: values of ``csr`` (default all ones on
+    its pattern).
     """
+    csr = sp.csr_matrix(csr)
     n, k = csr.shape[0], V.shape[1]
-    pattern = csr.copy()
-    pattern.data = np.ones_like(pattern.data, dtype=float) if weights is None else np.asarray(weights, float)
-    outer = (V[:, :, None] * V[:, None, :]).reshape(V.shape[0], k * k)
-    return np.asarray(pattern @ outer).reshape(n, k, k)
+    w = np.ones(csr.nnz) if weights is None else np.asarray(weights, float)
+    if outer is not None or V.shape[0] <= GRAM_ENTRIES:
+        pattern = sp.csr_matrix((w, csr.indices, csr.indptr), shape=csr.shape)
+        return np.asarray(pattern @ (outer_products(V) if outer is None else outer)).reshape(n, k, k)
+    counts = np.diff(csr.indptr)
+    out = np.zeros((n, k, k))
+    for i in np.flatnonzero(counts > GRAM_ENTRIES):
+        lo, hi = csr.indptr[i], csr.indptr[i + 1]
+        Vi = V[csr.indices[lo:hi]]
+        out[i] = Vi.T @ (w[lo:hi, None] * Vi)
+    light = np.flatnonzero((counts > 0) & (counts <= GRAM_ENTRIES))
+    if light.size:
+        ends = np.cumsum(counts[light])
+        cuts = np.searchsorted(ends, np.arange(GRAM_ENTRIES, ends[-1], GRAM_ENTRIES), side="right")
+        for run in np.split(light, np.unique(cuts)):
+            if run.size == 0:
+                continue
+            pos = _positions(csr.indptr, run, counts)
+            X = V[csr.indices[pos]]
+            products = ((w[pos, None] * X)[:, :, None] * X[:, None, :]).reshape(pos.size, k * k)
+            starts = np.r_[0, np.cumsum(counts[run])[:-1]]
+            out[run] = np.add.reduceat(products, starts, axis=0).reshape(run.size, k, k)
+    return out
 
 
-ROW_CHUNK = 16384
-"""Rows solved at once: bounds the (rows, k, k) Gram matrices to ROW_CHUNK · k² · 8 bytes (16 MiB at k = 11)."""
+def outer_products(V: np.ndarray) -> np.ndarray:
+    """(m, k²) table of v_j v_jᵀ, row by row."""
+    return (V[:, :, None] * V[:, None, :]).reshape(V.shape[0], -1)
+
+
+def _positions(indptr: np.ndarray, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The CSR positions of ``rows``' entries, row after row (vectorised ranges)."""
+    lengths = counts[rows]
+    offsets = np.repeat(indptr[rows] - np.r_[0, np.cumsum(lengths)[:-1]], lengths)
+    return offsets + np.arange(lengths.sum())
+
+
+GRAM_ENTRIES = 1 << 14
+"""Ratings whose outer products `row_grams` forms at once (GRAM_ENTRIES · k² · 8 bytes: 55 MiB at k = 21)."""
+
+
+ROW_CHUNK = 4096
+"""Rows solved at once: bounds the (rows, k, k) Gram matrices to ROW_CHUNK · k² · 8 bytes (14 MiB at k = 21)."""
 
 
 def ridge_rows(csr: sp.csr_matrix, V: np.ndarray, reg) -> np.ndarray:
@@ -80,9 +120,10 @@ def ridge_rows(csr: sp.csr_matrix, V: np.ndarray, reg) -> np.ndarray:
             M += np.eye(c)
             z = np.linalg.solve(M, csr.data[pos][..., None])  # (g, c, 1)
             out[chunk] = (VD.transpose(0, 2, 1) @ z)[..., 0]
+    outer = outer_products(V) if V.shape[0] <= GRAM_ENTRIES else None  # one table for every chunk
     for chunk in _chunks(np.flatnonzero(counts >= short)):
         sub = csr[chunk]
-        A = row_grams(sub, V)
+        A = row_grams(sub, V, outer=outer)
         A += np.diag(d)
         b = np.asarray(sub @ V)
         out[chunk] = np.linalg.solve(A, b[..., None])[..., 0]

@@ -54,6 +54,26 @@ def test_row_grams_and_ridge_rows_match_a_loop_over_rows():
         np.testing.assert_allclose(U[i], expect, atol=1e-10)
 
 
+def test_row_grams_in_runs_of_entries_and_heavy_rows_alone_match_a_loop_over_rows(monkeypatch):
+    """Runs of at most GRAM_ENTRIES ratings (several rows each, a run boundary inside the matrix), rows
+    with more ratings than that (one product each) and empty rows (zero Gram): all Σ w_ij v_j v_jᵀ."""
+    from malt.algorithms import als_blocks
+
+    monkeypatch.setattr(als_blocks, "GRAM_ENTRIES", 5)
+    rng = np.random.default_rng(3)
+    m, k = 30, 4
+    counts = np.array([0, 3, 1, 0, 7, 2, 2, 5, 6, 0, 1, 12])
+    rows = np.repeat(np.arange(counts.size), counts)
+    cols = np.concatenate([rng.choice(m, c, replace=False) for c in counts])
+    w = rng.uniform(0.5, 2.0, rows.size)
+    R = sp.csr_matrix((w, (rows, cols)), shape=(counts.size, m))
+    V = rng.standard_normal((m, k))
+    G = row_grams(R, V, R.data)
+    for i in range(counts.size):
+        o, wi = R[i].indices, R[i].data
+        np.testing.assert_allclose(G[i], V[o].T @ (wi[:, None] * V[o]), atol=1e-12)
+
+
 def test_ridge_rows_solves_short_rows_in_the_push_through_form_and_long_rows_by_chunks(monkeypatch):
     """Rows with 1..k−1 observations go through (V D⁻¹Vᵀ + I)⁻¹ (c × c), the others through their Gram
     matrices a few rows at a time: both equal the normal equations of each row solved alone."""
