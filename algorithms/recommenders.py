@@ -261,21 +261,33 @@ class BiasedMF(Algorithm):
         return self._run(split, params, ctx, None)
 
     def _run(self, split, params, ctx, client):
-        diagnostics, start = {}, None
-        if params.select == "inner-cv":
-            params, chosen, start = choose_penalties(params, split.train, ctx.rng,
-                                                     lambda f: ctx.progress(0.8 * f, "inner CV"), client)
-            diagnostics.update(chosen)
-        f = als_biased_mf(split.train, params.rank, params.reg, params.reg_bias, iterations=params.iterations,
-                          tol=params.tol, rng=ctx.rng, start=start, client=client)
+        f, diagnostics = fit_biased_mf(split.train, params, ctx.rng, lambda f: ctx.progress(0.8 * f, "inner CV"),
+                                       client)
         r, c = split.test_rows, split.test_cols
-        values = f["mu"] + f["bu"][r] + f["bi"][c] + dot_at(f["P"], f["Q"], r, c)
         urows = np.unique(r)
         scores = RowScores(urows, f["Q"].shape[0],
                            lambda u: f["mu"] + f["bu"][u][:, None] + f["bi"][None, :] + f["P"][u] @ f["Q"].T)
-        diagnostics.update({"iterations": len(f["objective"]), "objective": f["objective"][-1],
-                            "factor_norm": float(np.sqrt(np.sum(f["P"] ** 2) + np.sum(f["Q"] ** 2)))})
-        return Prediction(values=values, scores=scores, diagnostics=diagnostics)
+        return Prediction(values=biased_mf_at(f, r, c), scores=scores, diagnostics=diagnostics)
+
+
+def fit_biased_mf(train, params: BiasedMFParams, rng: np.random.Generator, progress=None, client=None):
+    """(the `als_biased_mf` fit, its diagnostics) of biased-mf at ``params``: the penalties chosen on the
+    training ratings first (`choose_penalties`) when select='inner-cv'. What `BiasedMF` runs, and the
+    low-rank term other ratings models put beside theirs."""
+    diagnostics, start = {}, None
+    if params.select == "inner-cv":
+        params, chosen, start = choose_penalties(params, train, rng, progress, client)
+        diagnostics.update(chosen)
+    f = als_biased_mf(train, params.rank, params.reg, params.reg_bias, iterations=params.iterations,
+                      tol=params.tol, rng=rng, start=start, client=client)
+    diagnostics.update({"iterations": len(f["objective"]), "objective": f["objective"][-1],
+                        "factor_norm": float(np.sqrt(np.sum(f["P"] ** 2) + np.sum(f["Q"] ** 2)))})
+    return f, diagnostics
+
+
+def biased_mf_at(f: dict, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """μ + b_u + b_i + p_uᵀq_i of an `als_biased_mf` fit at (rows, cols) pairs. O(len(rows) k)."""
+    return f["mu"] + f["bu"][rows] + f["bi"][cols] + dot_at(f["P"], f["Q"], rows, cols)
 
 
 def collapse_threshold(rows, cols, y, shape, reg_bias: float, rank: int | None = None) -> tuple[float, dict]:
