@@ -278,12 +278,13 @@ def calibrated_cuts(S: np.ndarray, Y: np.ndarray, learnable: np.ndarray, natural
 
 
 def median_cardinality(Y: np.ndarray) -> int:
-    """The largest r such that at least half of the rows with a known label have r or more positives."""
+    """The largest r such that more than half of the rows with a known label have r or more positives (0 when
+    half of them have none)."""
     known = ~np.isnan(Y)
     counts = np.where(known, Y, 0.0).sum(1)[known.any(1)]
     if counts.size == 0:
         return 0
-    return int(np.floor(np.sort(counts)[::-1][(counts.size - 1) // 2]))
+    return int(np.floor(np.sort(counts)[::-1][counts.size // 2]))
 
 
 def best_cut_at(s_desc: np.ndarray, k: int) -> float:
