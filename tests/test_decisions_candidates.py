@@ -156,3 +156,14 @@ def test_learned_hamming_decisions_tie_the_label_prior_where_half_the_rows_have_
     d = learn(S, Y, "auto", 0.0, np.random.default_rng(seed))
     prior = metrics.hamming_loss(Y_new, np.broadcast_to(Y.mean(0) > 0.5, Y_new.shape).astype(float))
     assert metrics.hamming_loss(Y_new, d.hamming.decide(S_new)) <= prior + 1e-4
+
+
+def test_every_bipartition_metric_declares_the_decision_family_it_reads():
+    """Metrics documented as reading the F1 family's decisions are declared 'f1'; Hamming loss and the
+    overall accuracy 'hamming'; the ranking measures none (they read the scores)."""
+    from malt.tasks.multilabel import F1_DECISIONS, MultilabelTask
+
+    for m in MultilabelTask.metrics:
+        expected = "f1" if F1_DECISIONS in m.conventions else \
+            "hamming" if m.name in ("hamming_loss", "rd_accuracy") else None
+        assert MultilabelTask.decisions.get(m.name) == expected, m.name
