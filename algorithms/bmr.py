@@ -399,10 +399,10 @@ class BMR(Algorithm):
     def predict_model(self, fitted, split, params, ctx) -> Prediction:
         """Scores η = W x, the shared decisions, and in ``extras['probabilities']`` σ(a (η − t_j)): the
         calibration map's slope a around each label's Hamming-family threshold t_j (the map's own ½
-        point for the rank cut), so a probability exceeds ½ exactly where the label is predicted."""
+        point for the rank cuts), so a probability exceeds ½ exactly where the label is predicted."""
         model, slope, offset, decisions = fitted
         eta = model.predict(split.X_test)
-        cut = decisions.hamming.thresholds[None, :] if decisions.hamming.rule != "rcut" else offset
+        cut = decisions.hamming.thresholds[None, :] if decisions.hamming.rule not in ("rcut", "rscut") else offset
         probabilities = 1.0 / (1.0 + np.exp(-np.clip(slope * (eta - cut), -500, 500)))
         return decided(eta, decisions, {"iterations": model.iterations, "trace_sigma": float(np.trace(model.Sigma)),
                                         "bound": [round(b, 6) for b in model.bound]},
