@@ -168,3 +168,23 @@ def test_every_bipartition_metric_declares_the_decision_family_it_reads():
         expected = "f1" if F1_DECISIONS in m.conventions else \
             "hamming" if m.name in ("hamming_loss", "rd_accuracy") else None
         assert MultilabelTask.decisions.get(m.name) == expected, m.name
+
+
+def test_malt_show_names_the_rule_behind_each_decision_family(tmp_path):
+    """The rule a unit's diagnostics record (``threshold_<family>``) is the one `malt show` names, beside
+    the metrics that read each family; label-prior's scores are constant per label, so every Hamming rule
+    decides alike and the one-SE rule keeps the first, ``prior``."""
+    import json
+
+    from tests.helpers import run_malt
+
+    repo = tmp_path / "repo"
+    out = run_malt("cv", "--repo", repo, "--algo", "label-prior", "--dataset", "synthetic-multilabel", "--folds", "2")
+    experiment = out.stdout.strip().splitlines()[-1]
+    shown = run_malt("show", experiment, "--repo", repo).stdout.strip().splitlines()[-1]
+    raw = json.loads(run_malt("show", experiment, "--repo", repo, "--diagnostics", "--format", "json").stdout)
+    f1_rules = {r["diagnostic"].split("=", 1)[1] for r in raw if r["diagnostic"].startswith("threshold_f1=")}
+    assert shown.startswith("Decisions (f1: accuracy, f1_macro, f1_micro")
+    assert "hamming: hamming_loss, rd_accuracy)" in shown
+    assert "label-prior f1 " in shown and shown.split("label-prior f1 ")[1].split(",")[0] in f1_rules
+    assert "hamming prior" in shown
