@@ -227,7 +227,7 @@ class LabelPrior(Algorithm):
     name = "label-prior"
     tasks = frozenset({"multilabel"})
     Params = LabelPriorParams
-    version = "2"  # decisions by the shared thresholds (2)
+    version = "3"  # decisions by the shared thresholds (2); prior/calibrated/rscut candidates, paired one-SE (3)
 
     def run(self, split, params, ctx):
         Ytr = np.asarray(split.Y_train, float)
@@ -275,8 +275,8 @@ class MLLR(Algorithm):
     name = "mllr"
     tasks = frozenset({"multilabel"})
     Params = MLLRParams
-    version = "3"  # C chosen by inner CV by default (2); stratified, repeated inner CV, one-SE rule, shared
-    #                thresholds (3)
+    version = "4"  # C chosen by inner CV by default (2); stratified, repeated inner CV, one-SE rule, shared
+    #                thresholds (3); prior/calibrated/rscut decision candidates, paired one-SE (4)
     preload = ("sklearn.linear_model",)
 
     def run(self, split, params, ctx):
@@ -442,8 +442,9 @@ class MLSVM(Algorithm):
     #                scores Platt-calibrated per label on out-of-fold margins (7: raw margins ranked enron's labels
     #                worse than label-prior's coverage, 16.5-16.9 against 15.3, whichever the criterion); one
     #                precomputed kernel matrix per (kernel, γ) shared by labels and Cs (8: margins equal to 1e-6;
-    #                yeast fold 0 Hamming 18.51 % both, 530 -> 353 CPU s); the linear kernel as an L2-loss SVM
-    #                solved in the primal, with its own C grid (9: LIBSVM's hinge took 97 % of yeast's inner CV)
+    #                yeast fold 0 Hamming 18.51 % both, 530 -> 353 CPU s); prior/calibrated/rscut decision candidates, paired
+    #                one-SE; the linear kernel as an L2-loss SVM solved in the primal, with its own C grid (9: LIBSVM's
+    #                hinge took 97 % of yeast's inner CV)
     preload = ("sklearn.svm", "sklearn.linear_model")
 
     def run(self, split, params, ctx):

@@ -361,8 +361,9 @@ class BMR(Algorithm):
     name = "bmr"
     tasks = frozenset({"multilabel", "missing"})
     Params = BMRParams
-    version = "6"  # constant features left out of the fit (4); calibrated decisions by default (5); shared
-    #                thresholds learned on out-of-fold predictions, p ≥ n training rows handled (6)
+    version = "7"  # constant features left out of the fit (4); calibrated decisions by default (5); shared
+    #                thresholds learned on out-of-fold predictions, p ≥ n training rows handled (6);
+    #                prior/calibrated/rscut decision candidates, paired one-SE (7)
     preload = ("scipy.linalg", "sklearn.linear_model")
     blas_threads: ClassVar[int | None] = 1
     """BLAS threads a run uses (None: the unit's setting). Each EM iteration alternates thin products
@@ -398,10 +399,10 @@ class BMR(Algorithm):
     def predict_model(self, fitted, split, params, ctx) -> Prediction:
         """Scores η = W x, the shared decisions, and in ``extras['probabilities']`` σ(a (η − t_j)): the
         calibration map's slope a around each label's Hamming-family threshold t_j (the map's own ½
-        point for the rank cut), so a probability exceeds ½ exactly where the label is predicted."""
+        point for the rank cuts), so a probability exceeds ½ exactly where the label is predicted."""
         model, slope, offset, decisions = fitted
         eta = model.predict(split.X_test)
-        cut = decisions.hamming.thresholds[None, :] if decisions.hamming.rule != "rcut" else offset
+        cut = decisions.hamming.thresholds[None, :] if decisions.hamming.rule not in ("rcut", "rscut") else offset
         probabilities = 1.0 / (1.0 + np.exp(-np.clip(slope * (eta - cut), -500, 500)))
         return decided(eta, decisions, {"iterations": model.iterations, "trace_sigma": float(np.trace(model.Sigma)),
                                         "bound": [round(b, 6) for b in model.bound]},

@@ -59,9 +59,9 @@ class CCML(Algorithm):
     name = "ccml"
     tasks = frozenset({"multilabel"})
     Params = CCMLParams
-    version = "4"  # C chosen by inner CV by default (2); stratified repeated inner CV, one-SE rule, shared
+    version = "5"  # C chosen by inner CV by default (2); stratified repeated inner CV, one-SE rule, shared
     #                thresholds (3: the chain still feeds its own ½-cut decisions to later links); chain order by
-    #                label frequency (4)
+    #                label frequency (4); prior/calibrated/rscut decision candidates, paired one-SE (5)
     preload = ("sklearn.linear_model",)
 
     def run(self, split, params, ctx):

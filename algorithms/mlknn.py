@@ -104,8 +104,9 @@ class MLkNN(Algorithm):
     name = "mlknn"
     tasks = frozenset({"multilabel"})
     Params = MLkNNParams
-    version = "3"  # neighbours in features scaled with the training rows' statistics (2); shared thresholds,
-    #                k capped at the training rows − 1 (3)
+    version = "4"  # neighbours in features scaled with the training rows' statistics (2); shared thresholds,
+    #                k capped at the training rows − 1 (3); prior/calibrated/rscut decision candidates,
+    #                paired one-SE (4)
     preload = ("sklearn.neighbors",)
 
     def fit_model(self, split, params, ctx):

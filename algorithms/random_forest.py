@@ -119,7 +119,8 @@ class RandomForest(Algorithm):
     name = "rf"
     tasks = frozenset({"multilabel"})
     Params = RFParams
-    version = "3"  # 500 trees by default (2); shared thresholds learned on out-of-bag scores (3)
+    version = "4"  # 500 trees by default (2); shared thresholds learned on out-of-bag scores (3);
+    #                prior/calibrated/rscut decision candidates, paired one-SE (4)
     preload = ("sklearn.ensemble",)
 
     def run(self, split, params, ctx):

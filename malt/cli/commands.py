@@ -423,6 +423,12 @@ def show(experiment_id, algo_names, params, fmt, raw, diagnostics, show_failed, 
         click.echo(frame.to_string() if not frame.empty else "(no finished units)")
         for line in notices:  # values the units ran with other than the setting's (clamped to the data)
             click.echo(f"notice: {line}")
+        if not diagnostics and not raw and not frame.empty:  # which decision rule produced the bipartition rows
+            from malt.results.tables import decision_note
+            note = decision_note(rs, rs.specs.get(experiment_id, {}).get("task"), [experiment_id],
+                                 list(rs.frame["metric"].unique()))
+            if note:
+                click.echo(note.strip())
     incomplete = rs.completeness[rs.completeness["done"] < rs.completeness["planned"]]
     if not incomplete.empty and fmt == "table":
         click.echo(f"({len(incomplete)} setting(s) have fewer finished folds than planned; `malt rerun` "

@@ -261,6 +261,33 @@ def _caption_tail(folds: set[int], marks: Marks, incomplete: bool = False) -> st
     return text
 
 
+def decision_note(rs, task: str, experiments: list[str], metrics: list[str]) -> str:
+    """One sentence naming the decision rule (`malt.numerics.decisions`) behind each bipartition metric
+    shown, per algorithm, from the units' ``threshold_<family>=<rule>`` diagnostics (the rule most folds
+    chose); '' for a task without declared decision families or units without those diagnostics."""
+    from malt.tasks import tasks
+
+    declared = getattr(tasks().get(task), "decisions", None) or {}
+    families = sorted({declared[m] for m in metrics if m in declared})
+    diagnostics = rs.diagnostics if families else pd.DataFrame()
+    if diagnostics.empty:
+        return ""
+    part = diagnostics[diagnostics["experiment"].isin(experiments)]
+    rules = []
+    for display, rows in part.groupby("display", sort=True):
+        chosen = []
+        for fam in families:
+            names = rows.loc[rows["diagnostic"].str.startswith(f"threshold_{fam}="), "diagnostic"]
+            if not names.empty:
+                chosen.append(f"{fam} {names.value_counts().index[0].split('=', 1)[1]}")
+        if chosen:
+            rules.append(f"{display} {', '.join(chosen)}")
+    if not rules:
+        return ""
+    which = "; ".join(f"{fam}: {', '.join(m for m in metrics if declared.get(m) == fam)}" for fam in families)
+    return f" Decisions ({which}) by rule: {'; '.join(rules)}."
+
+
 def experiment_table(rs, family: Family, metrics: list[str] | None = None,
                      columns: dict[str, str] | None = None) -> Table:
     """Metrics × algorithm settings for one experiment; best per metric (row).
@@ -294,7 +321,7 @@ def experiment_table(rs, family: Family, metrics: list[str] | None = None,
         marks.add(mark_best(mine, per_fold, info.better, policy))
         cells.update({(row, names[k]): c for k, c in mine.items()})
     sub = family.subtitle()
-    note = _caption_tail(folds, marks, _incomplete(cells))
+    note = _caption_tail(folds, marks, _incomplete(cells)) + decision_note(rs, family.task, list(columns), chosen)
     caption = f"{family.dataset}, {family.task}{' (' + sub + ')' if sub else ''}. ↓/↑: lower/higher is better. " + note
     return Table(family.slug(), caption, "metric", rows, list(dict.fromkeys(names[k] for k in keys)), cells,
                  column_title="algorithm", note=note)

@@ -25,6 +25,14 @@ RANKING = "ties count against the ranking (a label tied with another ranks below
 F1_DECISIONS = "; read from the decisions an algorithm learned for the F1 family (malt.numerics.decisions), if any"
 
 
+DECISION_FAMILIES = {"hamming": "labels", "f1": "labels_f1"}
+"""Each decision family (`malt.numerics.decisions`) and the packed array holding its 0/1 decisions."""
+METRIC_DECISIONS = {"hamming_loss": "hamming", "rd_accuracy": "hamming", "accuracy": "f1", "f1_micro": "f1",
+                    "f1_macro": "f1", "rd_f1_macro": "f1", "rd_f1_micro": "f1", "rd_auc": "f1"}
+"""The decision family each bipartition metric reads (the others read the scores): `score_packed` scores
+from it, `malt show` names the rule that produced it (diagnostics ``threshold_<family>``)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class MultilabelParams(Params):
     missing: float = param(0.0, "fraction of training label entries hidden at random", Interval(0, 1, "left"))
@@ -83,6 +91,7 @@ class MultilabelTask(Task):
                conventions="mean over labels with both classes of (TPR + TNR) / 2 of the 0/1 decisions"
                            + F1_DECISIONS),
     )
+    decisions = METRIC_DECISIONS
     settings = (Setting("missing", "Hidden training labels", "%", 100.0),
                 Setting("labeled", "Labelled training rows"))
 
@@ -228,10 +237,11 @@ class MultilabelTask(Task):
         Y = np.asarray(dataset["Y"], dtype=float)[split.test_index]
         keep = ~np.isnan(Y).any(axis=1)  # test rows with an unknown label are not scored
         scores = np.asarray(packed["scores"], dtype=float)[keep]
-        labels = packed["labels"][keep]
-        labels_f1 = packed["labels_f1"][keep] if "labels_f1" in packed else labels
-        out = metrics.multilabel_scores(Y[keep], scores, labels, labels_f1)
-        rd = paper_metrics.rai_daume_scores(Y[keep], labels_f1)
-        rd["rd_accuracy"] = paper_metrics.overall_accuracy(Y[keep], labels)
+        sets = {family: packed[name][keep] if name in packed else packed["labels"][keep]
+                for family, name in DECISION_FAMILIES.items()}
+        out = metrics.multilabel_scores(Y[keep], scores, sets[METRIC_DECISIONS["hamming_loss"]],
+                                        sets[METRIC_DECISIONS["f1_micro"]])
+        rd = paper_metrics.rai_daume_scores(Y[keep], sets[METRIC_DECISIONS["rd_f1_micro"]])
+        rd["rd_accuracy"] = paper_metrics.overall_accuracy(Y[keep], sets[METRIC_DECISIONS["rd_accuracy"]])
         out.update(rd)
         return out
