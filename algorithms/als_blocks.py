@@ -136,9 +136,10 @@ def _chunks(rows: np.ndarray):
 
 
 def _compact_ratings(y: np.ndarray) -> np.ndarray:
-    """float32 when that holds every rating exactly (star ratings, halves), else float64."""
+    """float32 when that holds every rating exactly (star ratings, halves), else float64 (``y`` itself when
+    it is float64 already)."""
     y32 = y.astype(np.float32)
-    return y32 if np.array_equal(y32.astype(np.float64), y) else y
+    return y32 if np.array_equal(y32.astype(np.float64), y) else y.astype(np.float64, copy=False)
 
 
 class Block:
@@ -146,11 +147,14 @@ class Block:
     ``n_cols`` columns on the other side), as int32 positions, sorted by row."""
 
     def __init__(self, first: int, n_rows: int, n_cols: int, rows: np.ndarray, cols: np.ndarray, y: np.ndarray):
-        order = np.argsort(rows, kind="stable")
         self.first, self.n_rows, self.n_cols = first, n_rows, n_cols
-        self.rows = (rows[order] - first).astype(np.int32)
-        self.cols = cols[order].astype(np.int32)
-        self.y = _compact_ratings(y[order])
+        if first == 0 and rows.dtype == cols.dtype == np.int32 and np.all(rows[1:] >= rows[:-1]):
+            self.rows, self.cols, self.y = rows, cols, _compact_ratings(y)  # sorted already: no copy
+        else:
+            order = np.argsort(rows, kind="stable")
+            self.rows = (rows[order] - first).astype(np.int32)
+            self.cols = cols[order].astype(np.int32)
+            self.y = _compact_ratings(y[order])
         self.indptr = np.r_[0, np.cumsum(np.bincount(self.rows, minlength=n_rows))].astype(np.int64)
 
     def half_step(self, design: np.ndarray, other_bias: np.ndarray, mu: float, pen: np.ndarray) -> np.ndarray:
@@ -182,6 +186,9 @@ def cut(rows: np.ndarray, cols: np.ndarray, y: np.ndarray, n_rows: int, n_cols: 
     edges = np.unique(np.r_[0, bounds + 1, n_rows].clip(0, n_rows))
     out = []
     for lo, hi in zip(edges[:-1], edges[1:]):
+        if lo == 0 and hi == n_rows:  # one block: the arrays as they are (no masked copy)
+            out.append(Block(0, n_rows, n_cols, rows, cols, y))
+            continue
         mine = (rows >= lo) & (rows < hi)
         out.append(Block(int(lo), int(hi - lo), n_cols, rows[mine], cols[mine], y[mine]))
     return out

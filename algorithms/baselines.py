@@ -156,7 +156,7 @@ def predict_logistic(models: list, X_test) -> np.ndarray:
 def select_on_path(params: Params, grids: dict[str, Sequence] | list,
                    path: Callable[[np.ndarray, np.ndarray], np.ndarray],
                    Y: np.ndarray, rng: np.random.Generator, loss: Callable[[np.ndarray, np.ndarray], float],
-                   progress: Callable[[float], None] | None = None) -> Selection:
+                   progress: Callable[[float], None] | None = None, families: Sequence | None = None) -> Selection:
     """Inner-CV choice (`malt.numerics.selection.select`) over the combinations of ``grids`` (parameter name →
     its ``<name>_grid``, ordered from the strongest regulariser; or the candidate Params themselves)
     when one call scores every combination.
@@ -171,6 +171,8 @@ def select_on_path(params: Params, grids: dict[str, Sequence] | list,
         (indices into the caller's training part); called once per fold.
 
     loss(Y_val, scores) : the validation loss of one combination (lower is better).
+
+    families : the candidates' model families for the one-SE rule (`malt.numerics.selection.select`).
     """
     options = grids if isinstance(grids, list) else candidates(params, grids)
     ids = repeated_fold_ids(Y.shape[0], params.inner_folds, rng, strata=Y)
@@ -186,7 +188,7 @@ def select_on_path(params: Params, grids: dict[str, Sequence] | list,
                 progress(len(done) / (paths + 1))
         return done[key][1][next(i for i, o in enumerate(options) if o is option)]
 
-    choice = select(options, evaluate, ids, rule="one-se")
+    choice = select(options, evaluate, ids, rule="one-se", families=families)
     pick = next(i for i, o in enumerate(options) if o is choice.best)
     out = np.zeros(Y.shape)
     for f in np.unique(ids[0]):
@@ -309,7 +311,8 @@ class MLSVMParams(MultilabelCVParams):
                         "SVM with an RBF kernel (LIBSVM)); with select=inner-cv the kernel is chosen from "
                         "kernel_grid", Options("linear", "rbf"))
     kernel_grid: tuple[str, ...] = param(("linear", "rbf"), "candidate kernels for select=inner-cv, chosen with C "
-                                         "and γ by held-out ranking loss on the training rows (no fixed kernel: the "
+                                         "and γ by held-out ranking loss on the training rows (the kernel of the best "
+                                         "mean; C and γ within it by the one-standard-error rule) (no fixed kernel: the "
                                          "earlier 'rbf' default had been picked on scene's given test split)",
                                          Options("linear", "rbf"))
     gamma_scale: float = param(1.0, "RBF width γ as a multiple of scikit-learn's 'scale', 1 / (d · var(X))",
@@ -444,7 +447,7 @@ class MLSVM(Algorithm):
     #                precomputed kernel matrix per (kernel, γ) shared by labels and Cs (8: margins equal to 1e-6;
     #                yeast fold 0 Hamming 18.51 % both, 530 -> 353 CPU s); prior/calibrated/rscut decision candidates, paired
     #                one-SE; the linear kernel as an L2-loss SVM solved in the primal, with its own C grid (9: LIBSVM's
-    #                hinge took 97 % of yeast's inner CV)
+    #                hinge took 97 % of yeast's inner CV), the kernel by the best mean and the one-SE rule within it
     preload = ("sklearn.svm", "sklearn.linear_model")
 
     def run(self, split, params, ctx):
@@ -455,7 +458,8 @@ class MLSVM(Algorithm):
             options = svm_options(params)
             choice = select_on_path(params, options, lambda tr, va: svm_candidate_margins(
                 X_train[tr], Y[tr], X_train[va], options), Y, ctx.rng, label_ranking_loss,
-                progress=lambda f: ctx.progress(f, "inner CV over kernel, C, γ"))
+                progress=lambda f: ctx.progress(f, "inner CV over kernel, C, γ"),
+                families=[o.kernel for o in options])
             params, diagnostics, oof = choice.best, choice.diagnostics(), choice.out_of_fold
         gamma = rbf_gamma(X_train, params.gamma_scale)
 

@@ -63,3 +63,21 @@ def test_ties_keep_the_first_candidate_and_failures_score_worst():
         return 0.5
 
     assert select(options, evaluate, np.arange(10) % 2).best.alpha == 2.0
+
+
+@pytest.mark.timeout(30)
+def test_one_se_walks_only_the_family_of_the_best_mean():
+    """Fold losses (hand-made): family 'a' (first in order) has mean 0.30, family 'b' 0.31 and 0.29, each
+    with a standard error of 0.029 — without families the one-SE rule returns a's candidate (0.30 ≤ 0.29 +
+    0.029), with families the first of b's candidates within one SE of b's best (0.31)."""
+    params = RidgeParams()
+    options = candidates(params, {"alpha": (1.0, 2.0, 3.0)})
+    by_alpha = {1.0: [0.30, 0.30, 0.30, 0.30], 2.0: [0.36, 0.26, 0.36, 0.26], 3.0: [0.34, 0.24, 0.34, 0.24]}
+    ids = np.arange(8) % 4
+
+    def evaluate(p, tr, va):
+        return by_alpha[p.alpha][int(va[0])]
+
+    assert select(options, evaluate, ids, rule="one-se").best.alpha == 1.0
+    assert select(options, evaluate, ids, rule="one-se", families=["a", "b", "b"]).best.alpha == 2.0
+    assert select(options, evaluate, ids, rule="best", families=["a", "b", "b"]).best.alpha == 3.0

@@ -143,7 +143,7 @@ class Selection:
 
 def select(options: Sequence[Params], evaluate: Callable[[Params, np.ndarray, np.ndarray], float],
            fold_ids: np.ndarray, *, better: str = "lower", rule: str = "best",
-           progress: Callable[[float], None] | None = None) -> Selection:
+           progress: Callable[[float], None] | None = None, families: Sequence | None = None) -> Selection:
     """The candidate with the best mean validation score over the inner folds.
 
     evaluate(candidate, train, validation) : fit on the items ``train`` (indices into the caller's
@@ -155,6 +155,9 @@ def select(options: Sequence[Params], evaluate: Callable[[Params, np.ndarray, np
         mean (Hastie, Tibshirani & Friedman 2009, §7.10; the standard error of the best candidate's
         per-fold scores): callers order candidates from the strongest regulariser to the weakest, so
         near-ties go to the simpler model.
+    families : with rule 'one-se', a label per candidate (e.g. its kernel): the order of simplicity holds
+        within a family (one regularisation path), not between families — the family of the best mean is
+        kept, and the one-standard-error rule walks that family's candidates only.
 
     A candidate whose evaluation raises ArithmeticError/LinAlgError or returns NaN scores worst.
     Candidates are evaluated in the order given, all inner folds of one before the next, so an
@@ -190,7 +193,9 @@ def select(options: Sequence[Params], evaluate: Callable[[Params, np.ndarray, np
         with np.errstate(invalid="ignore"):
             se = np.nanstd(per_fold, axis=1, ddof=1) / np.sqrt(np.maximum(np.sum(~np.isnan(per_fold), axis=1), 1))
     if rule == "one-se" and se is not None and np.isfinite(se[best]):
-        best = next(i for i in range(len(options)) if ranked[i] <= ranked[best] + se[best])
+        members = range(len(options)) if families is None else [i for i in range(len(options))
+                                                                 if families[i] == families[best]]
+        best = next(i for i in members if ranked[i] <= ranked[best] + se[best])
     elif rule not in ("best", "one-se"):
         raise ValueError(f"rule must be 'best' or 'one-se', got {rule!r}")
     varied = tuple(name for name in options[0].names()
