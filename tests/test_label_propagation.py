@@ -260,6 +260,54 @@ def test_inner_cv_selects_by_the_error_on_labelled_points_only():
     assert (chosen["k"], chosen["alpha"]) == first
 
 
+def test_brier_loss_closed_forms():
+    """Certain right rows score 0, certain wrong ones 2, uniform rows (C − 1)/C; entries are clipped to [0, 1]."""
+    from malt.algorithms.label_propagation.registered import brier_loss
+
+    y = np.array([0, 2, 1])
+    assert brier_loss(np.eye(3)[y], y) == 0.0
+    assert brier_loss(np.eye(3)[[1, 0, 2]], y) == 2.0
+    assert brier_loss(np.full((3, 4), 0.25), y) == pytest.approx(3 / 4)
+    assert brier_loss(np.array([[1.5, -0.5]]), np.array([0])) == 0.0
+
+
+@pytest.mark.parametrize("loss", ["brier", "error"])
+def test_gf_inner_cv_minimises_its_inner_loss_over_k(loss):
+    """gf's select=inner-cv picks the k with the least held-out Brier score (its default) or 0/1 error,
+    both recomputed here from dense harmonic solves on the stratified inner folds of the labelled points."""
+    from malt.datasets.dataset import Dataset
+    from malt.numerics.selection import inner_fold_ids
+    from malt.tasks import get_task
+
+    X, y = blobs(150, seed=11)
+    task = get_task("semisupervised")
+    split = task.split(Dataset("blobs", {"X": X, "y": y}, {}), task.Params(labeled=24), 0)
+    lab = np.flatnonzero(split.y >= 0)
+    algo = registry.get("gf")()
+    grid = (10, 5, 3, 20)
+    pred = algo.run(split, algo.Params(select="inner-cv", k_grid=grid, inner_loss=loss), Context.for_arrays(X, seed=4))
+    ids = inner_fold_ids(24, 5, np.random.default_rng(4), strata=y[lab])
+
+    def inner(k):
+        L = laplacian(knn_graph(X, GraphSpec(k=k))).toarray()
+        total = 0.0
+        for j in range(5):
+            tr, va = lab[ids != j], lab[ids == j]
+            u = np.setdiff1d(np.arange(150), tr)
+            F = np.linalg.solve(L[np.ix_(u, u)], -L[np.ix_(u, tr)] @ np.eye(3)[y[tr]])
+            F = F[np.searchsorted(u, va)]
+            if loss == "error":
+                total += np.sum(F.argmax(1) != y[va])
+            else:
+                total += np.sum((np.clip(F, 0, 1) - np.eye(3)[y[va]]) ** 2)
+        return total / 24
+
+    scores = {k: inner(k) for k in grid}
+    best = min(scores.values())
+    assert pred.diagnostics["inner_cv_score"] == pytest.approx(best, abs=1e-9)
+    assert pred.diagnostics["selected"]["k"] == next(k for k in grid if scores[k] <= best + 1e-12)
+
+
 def test_sparse_text_features_give_the_dense_results():
     """tf-idf-like sparse X: cosine kNN graph, LNP/LLE weights and the LTSA matrix are computed
     without densifying X and agree with the dense computation (cosine weights = brute force)."""

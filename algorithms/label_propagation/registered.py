@@ -95,8 +95,9 @@ class _GraphAlgorithm(Algorithm):
         return lambda train, val: self.scores(W, nbrs, Xs, lab[train], y_l[train], C, params, {}, ctx)[lab[val]]
 
     def inner_loss(self, F, y_val, params) -> float:
-        """Inner CV's loss of held-out scores F (|V|, C) against their classes y_val (|V|,): the 0/1
-        error of the argmax here."""
+        """Inner CV's loss of held-out scores F (|V|, C) against their classes y_val (|V|,), under the
+        selecting ``params`` (not a candidate's, whose select-only fields are reset): the 0/1 error of
+        the argmax here."""
         return float(np.mean(np.argmax(F, axis=1) != y_val))
 
     def choose(self, split, params, ctx, lab, y_l, C, diag):
@@ -111,7 +112,7 @@ class _GraphAlgorithm(Algorithm):
                 current.clear()
                 W, nbrs, Xs = self._inputs(split, option, ctx, lists_k)
                 current.update(option=option, fit=self.held_out_scores(W, nbrs, Xs, lab, y_l, C, option, ctx))
-            return self.inner_loss(current["fit"](train, val), y_l[val], option)
+            return self.inner_loss(current["fit"](train, val), y_l[val], params)  # candidates drop inner_*
 
         choice = select(options, inner_error, ids,
                         progress=lambda f: ctx.progress(0.9 * f, "inner cross-validation"))
