@@ -665,9 +665,39 @@ def test_lgc_bands_give_the_direct_solves_decisions_and_scores_within_the_declar
     np.testing.assert_array_equal(solution.labels, exact.argmax(1))
 
 
+def test_chebyshev_solves_lgc_systems_within_its_rate_bound():
+    """solvers.Chebyshev on I − αS (spectrum in [1 − α, 1 + α]) reaches the residual goal, agrees with a
+    sparse LU, and needs no more iterations than its worst-case bound 2σᵏ‖r₀‖ ≤ atol·(1−α)/(1+α)
+    (the ‖·‖₂ residual from the error in the A-norm) allows, rounded up to a residual check; an
+    interval that misses the spectrum is refused or does not converge."""
+    from scipy.sparse.linalg import spsolve
+
+    X, y, W, lab, Y_l = problem(n=300, seed=3)
+    alpha = 0.9
+    A = (sp.identity(300) - alpha * m.normalized_adjacency(W)).tocsc()
+    B = np.zeros((300, 3))
+    B[lab] = Y_l
+    atol = 1e-11
+    cheb = solvers.Chebyshev(A, 1 - alpha, 1 + alpha, atol=atol)
+    F = cheb.solve(B)
+    assert np.linalg.norm(B - A @ F, axis=0).max() <= atol
+    np.testing.assert_allclose(F, spsolve(A, B), atol=1e-9)
+    kappa = (1 + alpha) / (1 - alpha)
+    sigma = (np.sqrt(kappa) - 1) / (np.sqrt(kappa) + 1)
+    r0 = np.linalg.norm(B, axis=0).max()
+    bound = np.log(atol / (2 * r0 * np.sqrt(kappa))) / np.log(sigma)
+    assert cheb.iterations <= solvers.CHEBYSHEV_CHECK * np.ceil(bound / solvers.CHEBYSHEV_CHECK)
+    assert np.array_equal(solvers.Chebyshev(A, 1 - alpha, 1 + alpha, atol=atol).solve(B, F), F)  # converged guess
+    with pytest.raises(ValueError):
+        solvers.Chebyshev(A, 0.0, 1.0, atol=atol)
+    with pytest.raises(solvers.SolveError):
+        solvers.Chebyshev(A, 1.5, 1.9, atol=atol, maxiter=200).solve(B)
+
+
 def test_lgc_and_gf_report_cg_iterations_and_residuals_as_progress():
     """A solve of minutes must show how far it is: through the run context's progress, the
-    registered lgc and gf report every CG iteration with its residual (and lgc the rows resolved),
+    registered gf reports every CG iteration with its residual, lgc each residual check of its
+    Chebyshev stages (and the rows resolved),
     with fractions in [0, 1] that never decrease."""
     n = solvers.ITERATIVE_MIN_ROWS + 500
     X, y = blobs(n, seed=13)
@@ -680,8 +710,10 @@ def test_lgc_and_gf_report_cg_iterations_and_residuals_as_progress():
         ctx = Context(X, progress=lambda f, message: calls.append((f, message)))
         algo = registry.get(name)()
         pred = algo.run(split, algo.Params(), ctx)
-        iterations = [msg for _, msg in calls if "CG iteration" in msg and "residual" in msg]
+        word = "Chebyshev iteration" if name == "lgc" else "CG iteration"
+        iterations = [msg for _, msg in calls if word in msg and "residual" in msg]
         assert len(iterations) >= 5, (name, calls[:3])
         fractions = [f for f, _ in calls]
         assert all(0 <= f <= 1 for f in fractions) and fractions == sorted(fractions)
-        assert pred.diagnostics["cg_iterations"] == len(iterations)  # one report per iteration
+        every = solvers.CHEBYSHEV_CHECK if name == "lgc" else 1  # lgc's stages report at each residual check
+        assert pred.diagnostics["cg_iterations"] == every * len(iterations)

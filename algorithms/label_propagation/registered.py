@@ -220,12 +220,13 @@ class LGC(_GraphAlgorithm):
     name = "lgc"
     Params = AlphaParams
     own_grids = ("alpha",)
-    version = "4"
+    version = "5"
     """3: from 2,000 points the scores of rows far from the labels are resolved (magnitude stages,
     `resolved`) instead of left below one CG solve's error (relative residual 1e-8); fewer points:
     unchanged (sparse LU). 4: each stage solves a band of rows near the resolved ones instead of all
     the rest (scores differ within the same error bound; decisions the same wherever no row is
-    uncertain)."""
+    uncertain). 5: the stages solve by Chebyshev semi-iteration on [1 − α, 1 + α] instead of CG (the
+    same residual goal; scores differ within the same bound; ``cg_iterations`` counts its iterations)."""
 
     def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
         return m.lgc_solution(W, lab, m.one_hot(y_l, C), params.alpha).scores
