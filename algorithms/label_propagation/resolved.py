@@ -281,7 +281,10 @@ def _band_system(S, band, resolved):
     """The rows and columns ``band`` (sorted) of S, S_BB, and its coupling to the unresolved rows outside
     the band: ``boundary`` (|B|,) bool, the band rows next to them; ``layer``, those rows (sorted);
     ``coupling`` (|layer|, boundary rows), S_FB's non-zero part. O(nnz of the band's rows) plus one O(n)
-    indicator."""
+    indicator (the whole of S, copied, when the band is every row)."""
+    if band.size == S.shape[0]:  # nothing resolved yet and the band is everything: no slicing, no layer
+        return (S.copy(), np.zeros(band.size, bool), np.zeros(0, dtype=np.int64),
+                sp.csr_matrix((0, 0)))
     rows = S[band]
     outside = ~resolved
     outside[band] = False
