@@ -168,7 +168,7 @@ class GaussianFields(_GraphAlgorithm):
     """4: SOLVE_VERSION 3, and from 2000 points the graph put in reverse Cuthill–McKee order first.
     5: inner CV minimises the held-out Brier score (``inner_loss='brier'``) instead of the 0/1 error:
     on USPS 1–4 (l = 50) the 0/1 error ties k = 3 with k = 5 and 10 on 4 of 5 folds, the Brier score
-    picks k = 3 on all five (figures.d/ch3-glp-cells.md, R5)."""
+    picks k = 3 on all five (figures.d/ch3-glp-cells.md, R5b)."""
 
     def inner_loss(self, F, y_val, params) -> float:
         if params.inner_loss == "brier":
