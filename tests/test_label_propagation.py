@@ -271,10 +271,11 @@ def test_brier_loss_closed_forms():
     assert brier_loss(np.array([[1.5, -0.5]]), np.array([0])) == 0.0
 
 
-@pytest.mark.parametrize("loss", ["brier", "error"])
+@pytest.mark.parametrize("loss", ["error-brier", "brier", "error"])
 def test_gf_inner_cv_minimises_its_inner_loss_over_k(loss):
-    """gf's select=inner-cv picks the k with the least held-out Brier score (its default) or 0/1 error,
-    both recomputed here from dense harmonic solves on the stratified inner folds of the labelled points."""
+    """gf's select=inner-cv picks the k with the least held-out 0/1 error, its ties broken by the Brier
+    score (the default), or the least Brier score or 0/1 error alone, each recomputed here from dense
+    harmonic solves on the stratified inner folds of the labelled points."""
     from malt.datasets.dataset import Dataset
     from malt.numerics.selection import inner_fold_ids
     from malt.tasks import get_task
@@ -290,22 +291,27 @@ def test_gf_inner_cv_minimises_its_inner_loss_over_k(loss):
 
     def inner(k):
         L = laplacian(knn_graph(X, GraphSpec(k=k))).toarray()
-        total = 0.0
+        wrong = brier = 0.0
         for j in range(5):
             tr, va = lab[ids != j], lab[ids == j]
             u = np.setdiff1d(np.arange(150), tr)
             F = np.linalg.solve(L[np.ix_(u, u)], -L[np.ix_(u, tr)] @ np.eye(3)[y[tr]])
             F = F[np.searchsorted(u, va)]
-            if loss == "error":
-                total += np.sum(F.argmax(1) != y[va])
-            else:
-                total += np.sum((np.clip(F, 0, 1) - np.eye(3)[y[va]]) ** 2)
-        return total / 24
+            wrong += np.sum(F.argmax(1) != y[va])
+            brier += np.sum((np.clip(F, 0, 1) - np.eye(3)[y[va]]) ** 2)
+        return wrong / 24, brier / 24
 
     scores = {k: inner(k) for k in grid}
-    best = min(scores.values())
-    assert pred.diagnostics["inner_cv_score"] == pytest.approx(best, abs=1e-9)
-    assert pred.diagnostics["selected"]["k"] == next(k for k in grid if scores[k] <= best + 1e-12)
+    if loss == "error":
+        key = lambda k: (scores[k][0], grid.index(k))  # noqa: E731  ties keep the grid order
+    elif loss == "brier":
+        key = lambda k: scores[k][1]  # noqa: E731
+    else:
+        key = lambda k: scores[k]  # noqa: E731  the error, then the Brier score
+    best = min(grid, key=key)
+    assert pred.diagnostics["selected"]["k"] == best
+    expected = scores[best][1] if loss == "brier" else scores[best][0]
+    assert pred.diagnostics["inner_cv_score"] == pytest.approx(expected, abs=1e-8)
 
 
 def test_sparse_text_features_give_the_dense_results():
