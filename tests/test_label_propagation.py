@@ -260,6 +260,60 @@ def test_inner_cv_selects_by_the_error_on_labelled_points_only():
     assert (chosen["k"], chosen["alpha"]) == first
 
 
+def test_brier_loss_closed_forms():
+    """Certain right rows score 0, certain wrong ones 2, uniform rows (C − 1)/C; entries are clipped to [0, 1]."""
+    from malt.algorithms.label_propagation.registered import brier_loss
+
+    y = np.array([0, 2, 1])
+    assert brier_loss(np.eye(3)[y], y) == 0.0
+    assert brier_loss(np.eye(3)[[1, 0, 2]], y) == 2.0
+    assert brier_loss(np.full((3, 4), 0.25), y) == pytest.approx(3 / 4)
+    assert brier_loss(np.array([[1.5, -0.5]]), np.array([0])) == 0.0
+
+
+@pytest.mark.parametrize("loss", ["error-brier", "brier", "error"])
+def test_gf_inner_cv_minimises_its_inner_loss_over_k(loss):
+    """gf's select=inner-cv picks the k with the least held-out 0/1 error, its ties broken by the Brier
+    score (the default), or the least Brier score or 0/1 error alone, each recomputed here from dense
+    harmonic solves on the stratified inner folds of the labelled points."""
+    from malt.datasets.dataset import Dataset
+    from malt.numerics.selection import inner_fold_ids
+    from malt.tasks import get_task
+
+    X, y = blobs(150, seed=11)
+    task = get_task("semisupervised")
+    split = task.split(Dataset("blobs", {"X": X, "y": y}, {}), task.Params(labeled=24), 0)
+    lab = np.flatnonzero(split.y >= 0)
+    algo = registry.get("gf")()
+    grid = (10, 5, 3, 20)
+    pred = algo.run(split, algo.Params(select="inner-cv", k_grid=grid, inner_loss=loss), Context.for_arrays(X, seed=4))
+    ids = inner_fold_ids(24, 5, np.random.default_rng(4), strata=y[lab])
+
+    def inner(k):
+        L = laplacian(knn_graph(X, GraphSpec(k=k))).toarray()
+        wrong = brier = 0.0
+        for j in range(5):
+            tr, va = lab[ids != j], lab[ids == j]
+            u = np.setdiff1d(np.arange(150), tr)
+            F = np.linalg.solve(L[np.ix_(u, u)], -L[np.ix_(u, tr)] @ np.eye(3)[y[tr]])
+            F = F[np.searchsorted(u, va)]
+            wrong += np.sum(F.argmax(1) != y[va])
+            brier += np.sum((np.clip(F, 0, 1) - np.eye(3)[y[va]]) ** 2)
+        return wrong / 24, brier / 24
+
+    scores = {k: inner(k) for k in grid}
+    if loss == "error":
+        key = lambda k: (scores[k][0], grid.index(k))  # noqa: E731  ties keep the grid order
+    elif loss == "brier":
+        key = lambda k: scores[k][1]  # noqa: E731
+    else:
+        key = lambda k: scores[k]  # noqa: E731  the error, then the Brier score
+    best = min(grid, key=key)
+    assert pred.diagnostics["selected"]["k"] == best
+    expected = scores[best][1] if loss == "brier" else scores[best][0]
+    assert pred.diagnostics["inner_cv_score"] == pytest.approx(expected, abs=1e-8)
+
+
 def test_sparse_text_features_give_the_dense_results():
     """tf-idf-like sparse X: cosine kNN graph, LNP/LLE weights and the LTSA matrix are computed
     without densifying X and agree with the dense computation (cosine weights = brute force)."""
@@ -617,9 +671,39 @@ def test_lgc_bands_give_the_direct_solves_decisions_and_scores_within_the_declar
     np.testing.assert_array_equal(solution.labels, exact.argmax(1))
 
 
+def test_chebyshev_solves_lgc_systems_within_its_rate_bound():
+    """solvers.Chebyshev on I − αS (spectrum in [1 − α, 1 + α]) reaches the residual goal, agrees with a
+    sparse LU, and needs no more iterations than its worst-case bound 2σᵏ‖r₀‖ ≤ atol·(1−α)/(1+α)
+    (the ‖·‖₂ residual from the error in the A-norm) allows, rounded up to a residual check; an
+    interval that misses the spectrum is refused or does not converge."""
+    from scipy.sparse.linalg import spsolve
+
+    X, y, W, lab, Y_l = problem(n=300, seed=3)
+    alpha = 0.9
+    A = (sp.identity(300) - alpha * m.normalized_adjacency(W)).tocsc()
+    B = np.zeros((300, 3))
+    B[lab] = Y_l
+    atol = 1e-11
+    cheb = solvers.Chebyshev(A, 1 - alpha, 1 + alpha, atol=atol)
+    F = cheb.solve(B)
+    assert np.linalg.norm(B - A @ F, axis=0).max() <= atol
+    np.testing.assert_allclose(F, spsolve(A, B), atol=1e-9)
+    kappa = (1 + alpha) / (1 - alpha)
+    sigma = (np.sqrt(kappa) - 1) / (np.sqrt(kappa) + 1)
+    r0 = np.linalg.norm(B, axis=0).max()
+    bound = np.log(atol / (2 * r0 * np.sqrt(kappa))) / np.log(sigma)
+    assert cheb.iterations <= solvers.CHEBYSHEV_CHECK * np.ceil(bound / solvers.CHEBYSHEV_CHECK)
+    assert np.array_equal(solvers.Chebyshev(A, 1 - alpha, 1 + alpha, atol=atol).solve(B, F), F)  # converged guess
+    with pytest.raises(ValueError):
+        solvers.Chebyshev(A, 0.0, 1.0, atol=atol)
+    with pytest.raises(solvers.SolveError):
+        solvers.Chebyshev(A, 1.5, 1.9, atol=atol, maxiter=200).solve(B)
+
+
 def test_lgc_and_gf_report_cg_iterations_and_residuals_as_progress():
     """A solve of minutes must show how far it is: through the run context's progress, the
-    registered lgc and gf report every CG iteration with its residual (and lgc the rows resolved),
+    registered gf reports every CG iteration with its residual, lgc each residual check of its
+    Chebyshev stages (and the rows resolved),
     with fractions in [0, 1] that never decrease."""
     n = solvers.ITERATIVE_MIN_ROWS + 500
     X, y = blobs(n, seed=13)
@@ -632,8 +716,10 @@ def test_lgc_and_gf_report_cg_iterations_and_residuals_as_progress():
         ctx = Context(X, progress=lambda f, message: calls.append((f, message)))
         algo = registry.get(name)()
         pred = algo.run(split, algo.Params(), ctx)
-        iterations = [msg for _, msg in calls if "CG iteration" in msg and "residual" in msg]
+        word = "Chebyshev iteration" if name == "lgc" else "CG iteration"
+        iterations = [msg for _, msg in calls if word in msg and "residual" in msg]
         assert len(iterations) >= 5, (name, calls[:3])
         fractions = [f for f, _ in calls]
         assert all(0 <= f <= 1 for f in fractions) and fractions == sorted(fractions)
-        assert pred.diagnostics["cg_iterations"] == len(iterations)  # one report per iteration
+        every = solvers.CHEBYSHEV_CHECK if name == "lgc" else 1  # lgc's stages report at each residual check
+        assert pred.diagnostics["cg_iterations"] == every * len(iterations)

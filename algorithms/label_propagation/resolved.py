@@ -19,8 +19,12 @@ the *seeds*, the rows of U labelled or next to a resolved row. Each stage scales
 entry of 1 (the scale is kept as a logarithm per row, ``log_scale``, so nothing underflows) and
 solves it on a *band* only: the rows of U within H hops of the seeds through U (a breadth-first
 search), B; the rest of U, F, is left at 0 — its scores lie many orders of magnitude below the
-band's (~0.42 orders per hop on the swiss roll), which a stage cannot resolve anyway. CG runs on
-A_BB from the previous stage's iterate to an absolute residual ``STAGE_RTOL``·max_c ‖b_c‖₂.
+band's (~0.42 orders per hop on the swiss roll), which a stage cannot resolve anyway. The
+Chebyshev semi-iteration (`solvers.Chebyshev`) runs on A_BB from the previous stage's iterate to an
+absolute residual ``STAGE_RTOL``·max_c ‖b_c‖₂, on the interval [1 − α, 1 + α] that holds A_BB's
+spectrum (S_BB's lies in S's [−1, 1] by interlacing): CG's worst-case rate without CG's two inner
+products and per-column steps per iteration, vector passes that cost as much as the products at 10⁴
+swiss-roll points (CG before version 5 of lgc: 59 iterations, 0.048 s; Chebyshev 68, 0.036 s).
 
 Error bound. The band's iterate x̃_B, extended by 0 on F, is an approximate solution of the whole
 Dirichlet problem on U; its residual is r_B = b_B − A_BB x̃_B on the band and r_F = αS_FB x̃_B on F
@@ -55,8 +59,8 @@ hop measured in the band), so the two are about equal, plus ``BAND_MARGIN_HOPS``
 ``WHOLE_FRACTION`` of the unresolved rows is widened to all of them (no layer, the solve of all
 unresolved rows as before bands: 10⁵ swiss-roll points and smaller graphs, the last stages).
 
-Cost: each stage costs its CG iterations on the band (one product with A_BB for all classes at once;
-κ(A_BB) ≤ (1+α)/(1−α); at α = 0.9 ~53 iterations for stage 1, ~20 for the later ones, which start
+Cost: each stage costs its iterations on the band (one product with A_BB for all classes at once;
+κ(A_BB) ≤ (1+α)/(1−α); at α = 0.9 ~53 CG (~65 Chebyshev) iterations for stage 1, ~20 for the later ones, which start
 from the previous stage's iterate) plus a breadth-first search, one pass over the band's rows of S to
 cut out A_BB and one O(n) indicator. A band holds the rows a stage resolves (~6 orders of magnitude)
 and those ~7 orders below them that bound its error, so a row is in ~2.3 bands, whatever the number
@@ -77,7 +81,7 @@ from . import solvers
 RESOLUTION = 1e-6
 """δ: a stage resolves a row once the bound on its entries' error is at most δ × its largest score."""
 STAGE_RTOL = 1e-13
-"""Each stage's CG stops at an absolute residual of STAGE_RTOL × its largest right-hand-side column
+"""Each stage's iteration stops at an absolute residual of STAGE_RTOL × its largest right-hand-side column
 norm (near the rounding floor of float64: the smaller, the more orders of magnitude a stage resolves)."""
 MAX_SOLVES = 10000
 """A guard: every stage resolves at least one row or widens its band, so more solves than this means a
@@ -110,9 +114,9 @@ class ResolvedScores:
     """K·δ/(1−δ) after K stages: every score is within this fraction of its row's score sum of the
     exact one."""
     row_iterations: int = 0
-    """Σ over the CG solves of band rows × iterations (the work; n × iterations without bands)."""
+    """Σ over the solves of band rows × iterations (the work; n × iterations without bands)."""
     truncated: int = 0
-    """CG solves whose band left out rows of U next to it (their layer's residual entered the bound)."""
+    """Solves whose band left out rows of U next to it (their layer's residual entered the bound)."""
 
     @property
     def scores(self) -> np.ndarray:
@@ -151,7 +155,7 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, 
         H of the first stage's band (default: from ``FIRST_BAND_HOPS`` and α; later ones adapt; the
         bound holds for any H ≥ 0).
     progress : callable, optional
-        Called as progress(fraction of rows resolved, message) after every CG iteration (the fraction at
+        Called as progress(fraction of rows resolved, message) after every residual check (`solvers.CHEBYSHEV_CHECK` iterations; the fraction at
         least 1/n, so a progress line shows stage 1's iterations too).
     """
     S = sp.csr_matrix(S)
@@ -189,11 +193,11 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, 
 
         def report(it, residual, goal, stage=stages, done=int(resolved.sum()), size=band.size):
             if progress is not None:
-                progress(max(done, 1) / n, f"stage {stage + 1}: CG iteration {it} on {size:,} rows, residual "
+                progress(max(done, 1) / n, f"stage {stage + 1}: Chebyshev iteration {it} on {size:,} rows, residual "
                                            f"{residual:.1e} (goal {goal:.1e}); {done:,}/{n:,} rows resolved")
 
         goal = stage_rtol * float(np.linalg.norm(b, axis=0).max())
-        cg = solvers.ConjugateGradients(operator, None, rtol=0.0, atol=goal, callback=report)
+        cg = solvers.Chebyshev(operator, 1 - alpha, 1 + alpha, atol=goal, callback=report)
         x0 = _warm_start(band, *previous, scale)
         X = cg.solve(b, x0)
         iterations += cg.iterations
@@ -225,7 +229,7 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, 
             hops = _next_hops(level, top / vB, band_residual, leak_h, hops)
         stages += 1
     if progress is not None:
-        progress(1.0, f"{stages} stages, {iterations} CG iterations")
+        progress(1.0, f"{stages} stages, {iterations} Chebyshev iterations")
     return ResolvedScores(mantissa, log_scale, stages, iterations, stages * resolution / (1 - resolution),
                           row_iterations, truncated)
 
@@ -277,7 +281,10 @@ def _band_system(S, band, resolved):
     """The rows and columns ``band`` (sorted) of S, S_BB, and its coupling to the unresolved rows outside
     the band: ``boundary`` (|B|,) bool, the band rows next to them; ``layer``, those rows (sorted);
     ``coupling`` (|layer|, boundary rows), S_FB's non-zero part. O(nnz of the band's rows) plus one O(n)
-    indicator."""
+    indicator (the whole of S, copied, when the band is every row)."""
+    if band.size == S.shape[0]:  # nothing resolved yet and the band is everything: no slicing, no layer
+        return (S.copy(), np.zeros(band.size, bool), np.zeros(0, dtype=np.int64),
+                sp.csr_matrix((0, 0)))
     rows = S[band]
     outside = ~resolved
     outside[band] = False
