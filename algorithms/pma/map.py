@@ -595,6 +595,7 @@ def _run_ratings(split, params, ctx):
     ids = holdout_ids(y.size, 1.0 / params.inner_folds, ctx.rng) if tuned else None
     grids = {"signal": params.signal_grid, "bias_scale": params.bias_scale_grid}
     options = candidates(params, grids) if tuned else [params]
+    kernel_rmse = None  # the chosen setting's validation RMSE, once the selection has scored it
     if len(options) == 1:  # nothing to choose: the grids' single values (the values given where a grid is empty)
         params = options[0]
     else:
@@ -612,10 +613,11 @@ def _run_ratings(split, params, ctx):
                         progress=lambda f: ctx.progress(0.5 * f, "choosing the kernel scale and bias penalties"))
         params = choice.best
         diagnostics.update(choice.diagnostics())
+        kernel_rmse = float(choice.scores[next(i for i, o in enumerate(options) if o is choice.best)])
     carried = "mf+kernel" if params.mf_term == "on" else "kernel"
     if params.mf_term == "auto" and tuned:
         ctx.progress(0.5, "a low-rank term beside the kernels")
-        carried, validation = _mf_term_helps(rows, cols, y, train.shape, ids, params, ctx.rng)
+        carried, validation = _mf_term_helps(rows, cols, y, train.shape, ids, params, ctx.rng, kernel_rmse)
         diagnostics["validation_rmse"] = validation
     offset, y_kernel = np.zeros(split.test_rows.size), y
     if carried != "kernel":
@@ -674,11 +676,12 @@ def _run_ratings(split, params, ctx):
     return Prediction(values=fit["values"], scores=scores, diagnostics=diagnostics)
 
 
-def _mf_term_helps(rows, cols, y, shape, ids, params, rng) -> tuple[str, dict]:
+def _mf_term_helps(rows, cols, y, shape, ids, params, rng, kernel_rmse: float | None = None) -> tuple[str, dict]:
     """(the best of 'kernel' (PMA alone), 'mf' (biased-mf's low-rank term, the kernel term's scale 0) and
     'mf+kernel' (PMA on the MF residual), their validation RMSEs) on the validation split ``ids`` (0:
     validation, -1: fitting part) of the training ratings, at the kernel setting ``params`` chosen for PMA
-    alone. Cost: one biased-mf fit (its own penalty choice on the fitting part) and two PMA fits of the
+    alone (``kernel_rmse``: its validation RMSE when the kernel selection already scored it on ``ids``).
+    Cost: one biased-mf fit (its own penalty choice on the fitting part) and one or two PMA fits of the
     fitting part."""
     import scipy.sparse as sp
 
@@ -699,7 +702,7 @@ def _mf_term_helps(rows, cols, y, shape, ids, params, rng) -> tuple[str, dict]:
 
     f, _ = fit_biased_mf(sp.coo_matrix((y[fit_idx], (fr, fc)), shape=shape), BiasedMFParams(), rng)
     mf_fit, mf_val = biased_mf_at(f, fr, fc), biased_mf_at(f, vr, vc)
-    scores = {"kernel": rmse(kernel_part(y[fit_idx])), "mf": rmse(mf_val),
+    scores = {"kernel": rmse(kernel_part(y[fit_idx])) if kernel_rmse is None else kernel_rmse, "mf": rmse(mf_val),
               "mf+kernel": rmse(mf_val + kernel_part(y[fit_idx] - mf_fit))}
     best = min(scores, key=scores.get)
     return best, {k: round(v, 5) for k, v in scores.items()}
