@@ -130,6 +130,17 @@ def ridge_rows(csr: sp.csr_matrix, V: np.ndarray, reg) -> np.ndarray:
     return out
 
 
+def squared_error(y, mu, bu, bi, P, Q, rows, cols) -> float:
+    """Σ (y − μ − b_u − b_i − p_uᵀq_i)² over the ratings, ENTRY_CHUNK at a time (no rating-length temporaries)."""
+    total = 0.0
+    for start in range(0, len(y), ENTRY_CHUNK):
+        part = slice(start, start + ENTRY_CHUNK)
+        r, c = rows[part], cols[part]
+        e = y[part] - mu - bu[r] - bi[c] - dot_at(P, Q, r, c)
+        total += float(e @ e)
+    return total
+
+
 def _chunks(rows: np.ndarray):
     for start in range(0, rows.size, ROW_CHUNK):
         yield rows[start:start + ROW_CHUNK]
@@ -230,8 +241,6 @@ class DaskBlocks:
         return np.concatenate(self.client.gather(futures, direct=True))
 
     def squared_error(self, mu, bu, bi, P, Q) -> float:
-        from malt.algorithms.recommenders import squared_error
-
         rows, cols, y = self.triplets
         return squared_error(y, mu, bu, bi, P, Q, rows, cols)
 

@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from malt.algorithms.als_blocks import (ENTRY_CHUNK, DaskBlocks, LocalBlocks, dot_at, ridge_rows,  # noqa: F401
-                                       row_grams)  # row_grams, ridge_rows: re-exported for the family
+                                       row_grams, squared_error)  # re-exported for the family
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
@@ -122,17 +122,6 @@ class Observed:
     def by_cols(self, values) -> sp.csr_matrix:
         M = self._c.copy(); M.data = np.asarray(values, float)[self._co]
         return M
-
-
-def squared_error(y, mu, bu, bi, P, Q, rows, cols) -> float:
-    """Σ (y − μ − b_u − b_i − p_uᵀq_i)² over the ratings, ENTRY_CHUNK at a time (no rating-length temporaries)."""
-    total = 0.0
-    for start in range(0, len(y), ENTRY_CHUNK):
-        part = slice(start, start + ENTRY_CHUNK)
-        r, c = rows[part], cols[part]
-        e = y[part] - mu - bu[r] - bi[c] - dot_at(P, Q, r, c)
-        total += float(e @ e)
-    return total
 
 
 def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10.0, *, iterations: int = 50,
