@@ -520,8 +520,8 @@ def test_rescore_of_a_topics_experiment_gives_the_scores_of_the_run(tmp_path):
 
 
 @pytest.mark.parametrize("algo, params", [
-    (CTM(), CTM.Params(iters=5, test_iters=5)),
-    (GPTM(), GPTM.Params(iters=5, test_iters=5, kernel="knn")),
+    (CTM(), CTM.Params(iters=5, test_iters=5, restarts=1)),
+    (GPTM(), GPTM.Params(iters=5, test_iters=5, kernel="knn", restarts=1)),
 ])
 def test_restarts_keep_the_start_with_the_highest_training_bound(corpus, algo, params):
     """restarts=3: the kept fit is the start whose final training bound is highest (checked against
