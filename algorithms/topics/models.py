@@ -45,7 +45,9 @@ class GPTMParams(CTMParams, InnerCVParams):
     gamma: float = param(1.0, "off-diagonal scale γ of the knn / mustlink kernel", Interval(0, None))
     sigma2: float = param(1.0, "bandwidth σ² of the knn kernel (6.21)", Interval(0, None, "neither"),
                           active_when=When(kernel="knn"))
-    c: float = param(1.0, "diagonal c of the kernel (raised further if needed for positive definiteness)",
+    c: float = param(1.0, "diagonal c of the kernel (raised further if needed for positive definiteness); the "
+                     "joint perplexity (6.23, Table 6.6) falls with c through the density of F_* alone, so Table "
+                     "6.6's ordering is not reproduced at c = 1 (figures.d/ch6-topics.md, 'Defaults')",
                      Interval(0, None, "neither"))
     labelled: float = param(1.0, "fraction of training labels turned into must-link pairs (mustlink kernel)",
                             Interval(0, 1),
@@ -59,7 +61,8 @@ class GPTMParams(CTMParams, InnerCVParams):
                         "figures.d/ch6-topics.mk with inner_folds=2); 'none': use gamma and c. The default is "
                         "'none': with restarts=5, γ = c = 1 already puts GPTM below CTM (6.24) on Different100 and "
                         "Same100, and the inner CV's 18 more fits (4-5x the cost) moved it by 0.2 and 14, keeping "
-                        "γ = c = 1 in 4 of 5 Different100 folds (figures.d/ch6-topics.md, 'Defaults')", Options("none", "inner-cv"),
+                        "γ = c = 1 in 4 of 5 Different100 folds (figures.d/ch6-topics.md, 'Defaults')",
+                        Options("none", "inner-cv"),
                         active_when=When(kernel=Options("knn", "mustlink")))
     gamma_grid: tuple[float, ...] = param((1.0, 0.1, 0.01), "candidate γ for select=inner-cv (knn, mustlink)",
                                           Interval(0, None, "neither"))
