@@ -443,7 +443,8 @@ def test_diagnostics_script_pairs_folds_against_the_reference(tmp_path):
     repo = tmp_path / "repo"
     base = ["cv", "--repo", str(repo), "--dataset", "synthetic-ctm", "--task", "topics", "--folds", "2", "--quiet",
             "--param", "iters=3", "--param", "test_iters=3"]
-    for algo in (["--algo", "ctm"], ["--algo", "gptm", "--param", "kernel=identity"]):
+    for algo in (["--algo", "ctm", "--param", "restarts=1"],
+                 ["--algo", "gptm", "--param", "kernel=identity", "--param", "restarts=1"]):
         result = CliRunner().invoke(main, base + algo, catch_exceptions=False)
         assert result.exit_code == 0, result.output
     script = figure_script("topics_diagnostics")
