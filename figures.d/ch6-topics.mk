@@ -25,6 +25,8 @@
 # fold's perplexity by up to 95 (figures.d/ch6-topics.md, "Best of five EM starts"); the thesis does
 # not say. Five starts add four final fits per unit: table-6-2 on Different100 took 4.5 min with
 # --jobs 2 at load 2-4, News100 31 min at load 4.
+# Since ctm v2 / gptm v3 / lda v2, 5 starts are also the algorithms' default (issue 49: with one start
+# GPTM's default sat level with CTM on Different100; figures.d/ch6-topics.md, "Defaults"); kept explicit here.
 TOPICS_RESTARTS ?= 5
 STARTS = --param restarts=$(TOPICS_RESTARTS)
 T62_DATASETS ?= different100 similar100 same100 asrs news100

@@ -91,8 +91,9 @@ class LDAParams(Params):
                         Options("batch", "online"))
     test_iters: int = param(200, "maximum fixed-point sweeps of γ for a document", Interval(1, None))
     top_n: int = param(10, "words listed per topic in the diagnostics", Interval(1, None))
-    restarts: int = param(1, "variational EM runs from different random starts; the one with the highest training "
-                          "bound (scikit-learn's score) is kept, as ctm's restarts", Interval(1, None))
+    restarts: int = param(5, "variational EM runs from different random starts; the one with the highest training "
+                          "bound (scikit-learn's score) is kept, as ctm's restarts (5 by default since v2, as "
+                          "ctm and gptm)", Interval(1, None))
 
 
 @register
@@ -102,7 +103,7 @@ class LDA(Algorithm):
     name = "lda"
     tasks = frozenset({"topics"})
     Params = LDAParams
-    version = "1"
+    version = "2"  # v2: restarts=5 by default (was 1), as ctm v2 and gptm v3
     preload = ("sklearn.decomposition",)
 
     def run(self, split: TopicsSplit, params: LDAParams, ctx) -> Prediction:
