@@ -16,6 +16,7 @@ Vectorisation (given Z and Ψ the rows of W are conditionally independent):
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -246,6 +247,22 @@ def log_likelihood(A: np.ndarray, observed: np.ndarray, st: "ICCAState") -> floa
     return float(terms[observed].sum())
 
 
+def marginal_log_likelihood(A: np.ndarray, W: np.ndarray, psi: np.ndarray) -> float:
+    """log p(A | W, Ψ) = Σ_n log N(a_n; 0, W Wᵀ + Ψ), Z integrated out (A fully observed, (N, D)).
+
+    Woodbury with P = I + Wᵀ Ψ⁻¹ W = L Lᵀ: log|WWᵀ + Ψ| = log|P| + Σ log ψ_d and
+    aᵀ(WWᵀ + Ψ)⁻¹a = aᵀΨ⁻¹a − ‖L⁻¹ Wᵀ Ψ⁻¹ a‖²; cost O(N D K + K³)."""
+    N, D = A.shape
+    quad = np.sum(A ** 2 / psi)
+    logdet = np.sum(np.log(psi))
+    if W.shape[1]:
+        Wp = W / psi[:, None]
+        L = np.linalg.cholesky(np.eye(W.shape[1]) + W.T @ Wp)
+        quad -= np.sum(np.linalg.solve(L, Wp.T @ A.T) ** 2)
+        logdet += 2 * np.sum(np.log(np.diag(L)))
+    return float(-0.5 * (N * D * math.log(2 * math.pi) + N * logdet + quad))
+
+
 MONITORED = ("log_likelihood", "K", "sigma_v2", "mean_log_psi")
 
 
@@ -260,6 +277,21 @@ def _flat_convergence(diag) -> dict[str, float]:
     """``rhat_<scalar>`` and ``ess_<scalar>`` as flat numbers: the diagnostics table keeps scalars only."""
     return {f"{stat}_{name}": round(float(value), 4) for stat in ("rhat", "ess")
             for name, value in diag[stat].items()}
+
+
+class ChainNotMixedWarning(RuntimeWarning):
+    """A unit's chain stopped at its sweep cap before every monitored scalar passed the mixing test."""
+
+
+def warn_if_not_mixed(diag, target_rhat: float, min_ess: float) -> None:
+    """One line (recorded with the unit by the runner) naming the monitored scalars that failed."""
+    if diag["converged"]:
+        return
+    bad = [f"{name} R̂ {diag['rhat'][name]:.2f} ESS {diag['ess'][name]:.0f}" for name in diag["rhat"]
+           if not (diag["rhat"][name] < target_rhat and diag["ess"][name] >= min_ess)]
+    warnings.warn(f"icca: the chain has not mixed after {diag['sweeps']} sweeps ({'; '.join(bad)}; "
+                  f"target R̂ < {target_rhat}, ESS ≥ {min_ess:g}); its averages come from an unmixed chain, "
+                  "raise max_sweeps", ChainNotMixedWarning, stacklevel=2)
 
 
 def run_icca(A, missing, *, alpha, rng, max_sweeps=1000, min_sweeps=200, check_every=50, target_rhat=1.05,
@@ -433,6 +465,7 @@ class ICCA(Algorithm):
                             psi_init=0.1 if params.hold_psi else 1.0, hold_psi=params.hold_psi,
                             progress=ctx.progress)
         seconds = time.perf_counter() - t0
+        warn_if_not_mixed(diag, params.target_rhat, params.min_ess)
         kept = [s for t, s in samples if t >= diag["burn_in"]]
         scores = np.mean(kept, axis=0) if kept else np.zeros((n_te, L))
         K_after = [k for t, k in K_seen if t >= diag["burn_in"]]
@@ -459,6 +492,7 @@ class ICCA(Algorithm):
                             callback=lambda s, _A, t: K_seen.append((t, s.B.shape[1])),
                             psi_init=0.1 if params.hold_psi else 1.0, hold_psi=params.hold_psi,
                             progress=ctx.progress)
+        warn_if_not_mixed(diag, params.target_rhat, params.min_ess)
         after = [k for t, k in K_seen if t >= diag["burn_in"]] or [st.B.shape[1]]
         K = int(np.bincount(after).argmax())
         return Prediction(extras={"K": K, "W": st.W}, diagnostics={
