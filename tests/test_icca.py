@@ -181,3 +181,19 @@ def test_icca_recovers_the_sparse_structure_cca_cannot(tmp_path):
     s = malt.load(tmp_path / "r").summary(by="algorithm").set_index(["algorithm", "metric"])["mean"]
     assert s["icca", "k_error"] == 0 and s["cca", "k_error"] == 0
     assert s["icca", "sparsity_error"] < 0.5 * s["cca", "sparsity_error"]
+
+
+def test_the_unmixed_warning_is_recorded_with_the_unit(tmp_path):
+    """Through `malt.cv`: a chain capped at 20 sweeps stores one warning line in its unit's record beside
+    its R̂ per monitored scalar."""
+    import malt
+
+    run = malt.cv("icca", dataset="synthetic-cca", task="recovery", params={"min_sweeps": 20, "max_sweeps": 20},
+                  repo=tmp_path / "r", quiet=True)
+    assert run.ok
+    records = malt.load(tmp_path / "r").records()
+    assert len(records) == 5  # the recovery task's five seeds
+    for record in records:
+        assert record["diagnostics"]["converged"] is False and "K" in record["diagnostics"]["rhat"]
+        (line,) = record["warnings"]
+        assert line.startswith("icca: the chain has not mixed after 20 sweeps") and "\n" not in line
