@@ -424,7 +424,7 @@ def show(experiment_id, algo_names, params, fmt, raw, diagnostics, show_failed, 
         for line in notices:  # values the units ran with other than the setting's (clamped to the data)
             click.echo(f"notice: {line}")
         if not diagnostics and not raw and not frame.empty:  # which decision rule produced the bipartition rows
-            from malt.results.tables import decision_note
+            from malt.results.describe import decision_note  # not tables: show imports no scipy.stats
             note = decision_note(rs, rs.specs.get(experiment_id, {}).get("task"), [experiment_id],
                                  list(rs.frame["metric"].unique()))
             if note:

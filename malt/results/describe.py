@@ -149,3 +149,28 @@ PROVENANCE_COLUMNS = ("version", "seed", "timestamp", "fit_seconds")
 def provenance_columns(rs) -> list[str]:
     """The per-unit provenance columns of the result frame."""
     return [c for c in PROVENANCE_COLUMNS if c in rs.frame.columns]
+
+
+def decision_note(rs, task: str, experiments: list[str], metrics: list[str]) -> str:
+    """One sentence naming the decision rule (`malt.numerics.decisions`) behind each bipartition metric
+    shown, per algorithm, from the units' ``threshold_<family>=<rule>`` diagnostics (the rule most folds
+    chose); '' for a task without declared decision families or units without those diagnostics."""
+    declared = getattr(tasks().get(task), "decisions", None) or {}
+    families = sorted({declared[m] for m in metrics if m in declared})
+    diagnostics = rs.diagnostics if families else pd.DataFrame()
+    if diagnostics.empty:
+        return ""
+    part = diagnostics[diagnostics["experiment"].isin(experiments)]
+    rules = []
+    for display, rows in part.groupby("display", sort=True):
+        chosen = []
+        for fam in families:
+            names = rows.loc[rows["diagnostic"].str.startswith(f"threshold_{fam}="), "diagnostic"]
+            if not names.empty:
+                chosen.append(f"{fam} {names.value_counts().index[0].split('=', 1)[1]}")
+        if chosen:
+            rules.append(f"{display} {', '.join(chosen)}")
+    if not rules:
+        return ""
+    which = "; ".join(f"{fam}: {', '.join(m for m in metrics if declared.get(m) == fam)}" for fam in families)
+    return f" Decisions ({which}) by rule: {'; '.join(rules)}."

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from malt.results.describe import known_metrics, metric_info, metric_label, planned_folds, test_train_ratio
+from malt.results.describe import (decision_note, known_metrics, metric_info, metric_label, planned_folds,
+                                   test_train_ratio)
 from malt.errors import MaltError
 from malt.results.formatting import format_mean_std, format_value
 from malt.results.plotting import (Family, display_order, families, legend_labels,
@@ -259,33 +260,6 @@ def _caption_tail(folds: set[int], marks: Marks, incomplete: bool = False) -> st
     if incomplete:
         text += " n/N: only n of the N planned folds are stored."
     return text
-
-
-def decision_note(rs, task: str, experiments: list[str], metrics: list[str]) -> str:
-    """One sentence naming the decision rule (`malt.numerics.decisions`) behind each bipartition metric
-    shown, per algorithm, from the units' ``threshold_<family>=<rule>`` diagnostics (the rule most folds
-    chose); '' for a task without declared decision families or units without those diagnostics."""
-    from malt.tasks import tasks
-
-    declared = getattr(tasks().get(task), "decisions", None) or {}
-    families = sorted({declared[m] for m in metrics if m in declared})
-    diagnostics = rs.diagnostics if families else pd.DataFrame()
-    if diagnostics.empty:
-        return ""
-    part = diagnostics[diagnostics["experiment"].isin(experiments)]
-    rules = []
-    for display, rows in part.groupby("display", sort=True):
-        chosen = []
-        for fam in families:
-            names = rows.loc[rows["diagnostic"].str.startswith(f"threshold_{fam}="), "diagnostic"]
-            if not names.empty:
-                chosen.append(f"{fam} {names.value_counts().index[0].split('=', 1)[1]}")
-        if chosen:
-            rules.append(f"{display} {', '.join(chosen)}")
-    if not rules:
-        return ""
-    which = "; ".join(f"{fam}: {', '.join(m for m in metrics if declared.get(m) == fam)}" for fam in families)
-    return f" Decisions ({which}) by rule: {'; '.join(rules)}."
 
 
 def experiment_table(rs, family: Family, metrics: list[str] | None = None,
