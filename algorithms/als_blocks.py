@@ -35,18 +35,18 @@ from malt.numerics.linalg import ENTRY_CHUNK, dot_at  # noqa: F401 (re-exported 
 def row_grams(csr: sp.csr_matrix, V: np.ndarray, weights=None, outer: np.ndarray | None = None) -> np.ndarray:
     """G_i = Σ_{j : csr_ij ≠ 0} w_ij v_j v_jᵀ for every row i, shape (n, k, k). O(L k²) time.
 
-    When V has at most GRAM_ENTRIES rows: one sparse × dense product with the (m, k²) table of its rows'
+    When V has at most TABLE_ROWS rows: one sparse × dense product with the (m, k²) table of its rows'
     outer products (``outer``, `outer_products`, passed in when one table serves several calls).
     Otherwise that table would outgrow the fit (500,000 items at k = 21: 1.8 GB), and rows are taken in
     runs of about GRAM_ENTRIES ratings, the run's v_j v_jᵀ (one per rating) summed per row by one
     ``np.add.reduceat``; a row with more ratings than that is one product V_iᵀ diag(w_i) V_i. Memory
-    O(GRAM_ENTRIES k²) beside the output either way. ``weights``: values of ``csr`` (default all ones on
-    its pattern).
+    O(TABLE_ROWS k²) or O(GRAM_ENTRIES k²) beside the output. ``weights``: values of ``csr`` (default all
+    ones on its pattern).
     """
     csr = sp.csr_matrix(csr)
     n, k = csr.shape[0], V.shape[1]
     w = np.ones(csr.nnz) if weights is None else np.asarray(weights, float)
-    if outer is not None or V.shape[0] <= GRAM_ENTRIES:
+    if outer is not None or V.shape[0] <= TABLE_ROWS:
         pattern = sp.csr_matrix((w, csr.indices, csr.indptr), shape=csr.shape)
         return np.asarray(pattern @ (outer_products(V) if outer is None else outer)).reshape(n, k, k)
     counts = np.diff(csr.indptr)
@@ -82,19 +82,24 @@ def _positions(indptr: np.ndarray, rows: np.ndarray, counts: np.ndarray) -> np.n
     return offsets + np.arange(lengths.sum())
 
 
-GRAM_ENTRIES = 1 << 14
-"""Ratings whose outer products `row_grams` forms at once (GRAM_ENTRIES · k² · 8 bytes: 55 MiB at k = 21)."""
+GRAM_ENTRIES = 1 << 12
+"""Ratings whose outer products `row_grams` forms at once (GRAM_ENTRIES · k² · 8 bytes: 14 MiB at k = 21)."""
+TABLE_ROWS = 1 << 15
+"""The most rows of V whose whole outer-product table `row_grams` forms (≤ 116 MiB at k = 21: a small side,
+such as Netflix's 17,770 items; the sparse product with it is the faster path)."""
 
 
 ROW_CHUNK = 4096
 """Rows solved at once: bounds the (rows, k, k) Gram matrices to ROW_CHUNK · k² · 8 bytes (14 MiB at k = 21)."""
 
 
-def ridge_rows(csr: sp.csr_matrix, V: np.ndarray, reg) -> np.ndarray:
-    """For every row i: argmin_u Σ_{j∈O_i} (csr_ij − uᵀ v_j)² + uᵀ diag(reg) u, in batches.
+def ridge_rows(csr: sp.csr_matrix, V: np.ndarray, reg, col_offset: np.ndarray | None = None) -> np.ndarray:
+    """For every row i: argmin_u Σ_{j∈O_i} (csr_ij − o_j − uᵀ v_j)² + uᵀ diag(reg) u, in batches.
 
     ``csr`` holds the targets at the observed pattern (explicit zeros count as observations, so pass
-    a matrix whose pattern is the observed set). reg : scalar or (k,) diagonal penalty D.
+    a matrix whose pattern is the observed set). reg : scalar or (k,) diagonal penalty D. col_offset :
+    (m,) o subtracted from every target of column j (default 0) — ALS's r − μ − b_other without a
+    rating-length array of targets: Vᵀ(r_i − o) = Vᵀ r_i − (o ⊙ V)ᵀ 1 on row i's pattern.
 
     * A row without observations has the exact solution 0 and is not solved (sparse matrices have many:
       CiaoDVD's inner folds leave a fifth of the items unrated).
@@ -118,14 +123,18 @@ def ridge_rows(csr: sp.csr_matrix, V: np.ndarray, reg) -> np.ndarray:
             VD = Vi / d
             M = VD @ Vi.transpose(0, 2, 1)
             M += np.eye(c)
-            z = np.linalg.solve(M, csr.data[pos][..., None])  # (g, c, 1)
+            r = csr.data[pos] if col_offset is None else csr.data[pos] - col_offset[csr.indices[pos]]
+            z = np.linalg.solve(M, r[..., None])  # (g, c, 1)
             out[chunk] = (VD.transpose(0, 2, 1) @ z)[..., 0]
-    outer = outer_products(V) if V.shape[0] <= GRAM_ENTRIES else None  # one table for every chunk
+    outer = outer_products(V) if V.shape[0] <= TABLE_ROWS else None  # one table for every chunk
+    OV = None if col_offset is None else col_offset[:, None] * V
     for chunk in _chunks(np.flatnonzero(counts >= short)):
         sub = csr[chunk]
         A = row_grams(sub, V, outer=outer)
         A += np.diag(d)
-        b = np.asarray(sub @ V)
+        b = np.asarray(sub @ V, dtype=float)
+        if OV is not None:
+            b -= sp.csr_matrix((np.ones(sub.nnz), sub.indices, sub.indptr), shape=sub.shape) @ OV
         out[chunk] = np.linalg.solve(A, b[..., None])[..., 0]
     return out
 
@@ -171,9 +180,8 @@ class Block:
     def half_step(self, design: np.ndarray, other_bias: np.ndarray, mu: float, pen: np.ndarray) -> np.ndarray:
         """(n_rows, 1 + rank): each row's ridge solution on ``design`` (n_cols, 1 + rank) = [1, V] for the
         targets r − μ − other_bias[col]."""
-        target = self.y.astype(np.float64) - mu - other_bias[self.cols]
-        csr = sp.csr_matrix((target, self.cols, self.indptr), shape=(self.n_rows, self.n_cols))
-        return ridge_rows(csr, design, pen)
+        csr = sp.csr_matrix((self.y, self.cols, self.indptr), shape=(self.n_rows, self.n_cols))
+        return ridge_rows(csr, design, pen, col_offset=mu + other_bias)  # no rating-length target array
 
     def squared_error(self, mu: float, row_bias: np.ndarray, col_bias: np.ndarray, row_factors: np.ndarray,
                       col_factors: np.ndarray) -> float:

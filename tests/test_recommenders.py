@@ -47,11 +47,15 @@ def test_row_grams_and_ridge_rows_match_a_loop_over_rows():
     V = rng.standard_normal((11, 3))
     G = row_grams(R, V)
     U = ridge_rows(R, V, np.array([0.5, 1.0, 2.0]))
+    offset = rng.standard_normal(11)
+    U_off = ridge_rows(R, V, np.array([0.5, 1.0, 2.0]), col_offset=offset)
     for i in range(7):
         o = R[i].indices
         np.testing.assert_allclose(G[i], V[o].T @ V[o], atol=1e-12)
         expect = np.linalg.solve(V[o].T @ V[o] + np.diag([0.5, 1.0, 2.0]), V[o].T @ R[i].data)
         np.testing.assert_allclose(U[i], expect, atol=1e-10)
+        expect = np.linalg.solve(V[o].T @ V[o] + np.diag([0.5, 1.0, 2.0]), V[o].T @ (R[i].data - offset[o]))
+        np.testing.assert_allclose(U_off[i], expect, atol=1e-10)
 
 
 def test_row_grams_in_runs_of_entries_and_heavy_rows_alone_match_a_loop_over_rows(monkeypatch):
@@ -60,6 +64,7 @@ def test_row_grams_in_runs_of_entries_and_heavy_rows_alone_match_a_loop_over_row
     from malt.algorithms import als_blocks
 
     monkeypatch.setattr(als_blocks, "GRAM_ENTRIES", 5)
+    monkeypatch.setattr(als_blocks, "TABLE_ROWS", 5)  # V's 30 rows: the per-rating runs, not the table
     rng = np.random.default_rng(3)
     m, k = 30, 4
     counts = np.array([0, 3, 1, 0, 7, 2, 2, 5, 6, 0, 1, 12])
@@ -88,10 +93,14 @@ def test_ridge_rows_solves_short_rows_in_the_push_through_form_and_long_rows_by_
     V = rng.standard_normal((m, k))
     reg = np.linspace(0.3, 2.0, k)
     U = ridge_rows(R, V, reg)
+    offset = rng.standard_normal(m)
+    U_off = ridge_rows(R, V, reg, col_offset=offset)  # targets r − o_j, both paths
     for i in range(14):
         o = R[i].indices
         np.testing.assert_allclose(U[i], np.linalg.solve(V[o].T @ V[o] + np.diag(reg), V[o].T @ R[i].data),
                                    atol=1e-11)
+        np.testing.assert_allclose(U_off[i], np.linalg.solve(V[o].T @ V[o] + np.diag(reg),
+                                                             V[o].T @ (R[i].data - offset[o])), atol=1e-11)
 
 
 def test_ridge_rows_gives_rows_without_observations_the_exact_solution_zero():
