@@ -253,10 +253,7 @@ class BiasedMF(Algorithm):
         f, diagnostics = fit_biased_mf(split.train, params, ctx.rng, lambda f: ctx.progress(0.8 * f, "inner CV"),
                                        client)
         r, c = split.test_rows, split.test_cols
-        urows = np.unique(r)
-        scores = RowScores(urows, f["Q"].shape[0],
-                           lambda u: f["mu"] + f["bu"][u][:, None] + f["bi"][None, :] + f["P"][u] @ f["Q"].T)
-        return Prediction(values=biased_mf_at(f, r, c), scores=scores, diagnostics=diagnostics)
+        return Prediction(values=biased_mf_at(f, r, c), scores=biased_mf_scores(f, r), diagnostics=diagnostics)
 
 
 def fit_biased_mf(train, params: BiasedMFParams, rng: np.random.Generator, progress=None, client=None):
@@ -272,6 +269,12 @@ def fit_biased_mf(train, params: BiasedMFParams, rng: np.random.Generator, progr
     diagnostics.update({"iterations": len(f["objective"]), "objective": f["objective"][-1],
                         "factor_norm": float(np.sqrt(np.sum(f["P"] ** 2) + np.sum(f["Q"] ** 2)))})
     return f, diagnostics
+
+
+def biased_mf_scores(f: dict, test_rows: np.ndarray) -> RowScores:
+    """Every column's estimate for each row of ``test_rows``, computed block by block when ranked."""
+    return RowScores(np.unique(test_rows), f["Q"].shape[0],
+                     lambda u: f["mu"] + f["bu"][u][:, None] + f["bi"][None, :] + f["P"][u] @ f["Q"].T)
 
 
 def biased_mf_at(f: dict, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:

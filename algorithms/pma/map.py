@@ -621,7 +621,7 @@ def _run_ratings(split, params, ctx):
         diagnostics["validation_rmse"] = validation
     offset, y_kernel = np.zeros(split.test_rows.size), y
     if carried != "kernel":
-        from malt.algorithms.recommenders import BiasedMFParams, biased_mf_at, fit_biased_mf
+        from malt.algorithms.recommenders import BiasedMFParams, biased_mf_at, biased_mf_scores, fit_biased_mf
 
         f, _ = fit_biased_mf(train, BiasedMFParams(), ctx.rng)
         y_kernel = y - biased_mf_at(f, rows, cols)
@@ -629,9 +629,7 @@ def _run_ratings(split, params, ctx):
     diagnostics["carried_by"] = carried
     by_ratings = params.ranking == "ratings"
     if carried == "mf":  # the kernel term's scale is 0: nothing of it to fit
-        mf_scores = RowScores(np.unique(split.test_rows), train.shape[1],
-                              lambda u: f["mu"] + f["bu"][u][:, None] + f["bi"][None, :] + f["P"][u] @ f["Q"].T)
-        fit = {"values": offset, "scores": mf_scores if by_ratings else None}
+        fit = {"values": offset, "scores": biased_mf_scores(f, split.test_rows) if by_ratings else None}
     else:
         ctx.progress(0.6, "moment kernels" + ("" if exact else f" and their top {params.rank} eigenpairs"))
         moments = _moments(rows, cols, y_kernel, train.shape, params)
