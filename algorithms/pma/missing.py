@@ -73,21 +73,23 @@ def base_kernels(params, ctx, data, families, single: bool) -> dict:
     return out
 
 
-def solve(R: np.ndarray, v: float, kernel, option, rng, pma_map, start=None) -> np.ndarray:
+def solve(R: np.ndarray, v: float, kernel, option, rng, pma_map, start=None, tol: float | None = None) -> np.ndarray:
     """PMA-MAP's completion of the centred R with K1 = s·K (s = option.k1_scale) plus the nugget ν·v; K2
     estimated and re-estimated ``option.kernel_updates`` times. ``kernel``: (K, its Eigenbasis) or None
     (K1 estimated from R, no nugget). ``pma_map``: the solver (`malt.algorithms.pma.map.pma_map`, passed in
-    by the algorithm that dispatches here, so the two modules do not import each other)."""
+    by the algorithm that dispatches here, so the two modules do not import each other). ``tol``: instead of
+    ``option.tol``."""
     K1, eig1 = (None, None) if kernel is None else kernel
     if eig1 is not None:
         eig1 = Eigenbasis(eig1.values * option.k1_scale + option.noise * v, eig1.vectors)
-    fit = pma_map(R, K1, None, kernel_updates=option.kernel_updates, iterations=option.iterations, tol=option.tol,
+    fit = pma_map(R, K1, None, kernel_updates=option.kernel_updates, iterations=option.iterations,
+                  tol=option.tol if tol is None else tol,
                   jitter=option.jitter, eig1=eig1, solver=option.solver, init=option.init, relax=option.relax,
                   anderson=option.anderson, alternate_tol=option.alternate_tol, rng=rng, parts=False, start=start)
     return fit["values"], fit
 
 
-SCREEN_KEEP = 0.25
+SCREEN_KEEP = 0.125
 """Share of the inner grid (rounded up, at least 2) that goes on from the first screen (K2 fixed at its initial
 estimate) to the second (K2 re-estimated as in the full fit). The first ignores the K2 re-estimation, which
 reorders candidates on sets with few labels: on emotions and genbase (fold 0) the full fit's best was its 7th and
@@ -100,6 +102,11 @@ FINAL_KEEP = 2
 """Candidates that go on from the second screen (its solves at `SCREEN_TOL`) to the full fit at ``tol``, which
 chooses: choosing the second screen's best outright cost 0.5 points of error on emotions (25 % hidden) and
 0.05–0.08 on genbase."""
+
+
+FINAL_TOL_FACTOR = 10.0
+"""The finalists' fits stop at this × tol (the full fit's tolerance for its kernel settings before the last): they
+rank two candidates whose holdout losses differ by far more than that accuracy moves them."""
 
 
 SCREEN_MIN_COST = 2e7
@@ -156,21 +163,50 @@ def screen(params, options, kernels: dict, R: np.ndarray, v: float, loss, path, 
     return losses, kept
 
 
+SCREEN_ROW_COST = 0.15
+"""The screens run on a random subset of the rows whose rotation, n'm(n' + m) multiply-adds, costs at most this share
+of the whole matrix's (`screen_rows`): the GP's marginal on a subset of rows is the same model (K1 restricted to
+them, K2 unchanged), so the screens rank the same candidates on fewer entries, at a quarter of the cost per
+iteration; the `FINAL_KEEP` finalists are fitted on every row."""
+
+SCREEN_MIN_ROWS = 200
+"""The screens' row subset has at least this many rows (or all of them)."""
+
+
+def screen_rows(n: int, m: int, rng: np.random.Generator) -> np.ndarray:
+    """Sorted positions of the rows the screens fit: the largest n' ≥ `SCREEN_MIN_ROWS` with n'm(n' + m) at most
+    `SCREEN_ROW_COST` × nm(n + m), drawn without replacement from ``rng``. O(n)."""
+    budget = SCREEN_ROW_COST * n * (n + m)
+    size = int((-m + np.sqrt(m * m + 4.0 * budget)) / 2.0)  # n'(n' + m) = budget
+    size = min(n, max(size, SCREEN_MIN_ROWS))
+    return np.sort(rng.choice(n, size, replace=False)) if size < n else np.arange(n)
+
+
+def restrict_kernels(kernels: dict, rows: np.ndarray, single: bool) -> dict:
+    """family → (None, the Eigenbasis of K[rows, rows]): each family's base kernel restricted to ``rows``
+    (already jittered: the restriction of the same prior), decomposed once. O(n'³) per family."""
+    from .common import pd_eigh
+
+    return {family: (None, pd_eigh(K[np.ix_(rows, rows)], "K1", single=single))
+            for family, (K, _) in kernels.items()}
+
+
 def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, pma_map, progress=None, path=None):
     """The Selection of (k1, k1_scale, noise) from their grids on a holdout of 1/inner_folds of M's observed
     entries: each candidate completes the other entries (their own column means and variance) and is
     judged by `holdout_loss` on the held-out ones.
 
     With ``path`` (`map.fixed_kernel_path`) the grid is walked by structure, successive halving over two
-    screens on one shared factorisation per family (`screen`): every candidate with K2 held at its initial
+    screens on one shared factorisation per family (`screen`), both on the rows `screen_rows` (K1 restricted
+    to them, the held-out entries of those rows judged): every candidate with K2 held at its initial
     estimate, then the best `screen_keep` with K2 re-estimated ``kernel_updates`` times as in the full fit;
-    the `FINAL_KEEP` best of the second screen get the full fit, warm-started from their screened fixed
-    points, which chooses. Without ``path``, with too few candidates to halve, or on a matrix too small for
-    the screens to pay (`SCREEN_MIN_COST`) every candidate gets the full fit. Returns (the Selection, the
-    number of candidates screened or None, the chosen candidate's inner completion plus its column means: a
-    warm start for the outer fit). Cost: per family one m × m
-    eigendecomposition, one warm-started solve per candidate and ``kernel_updates`` + 1 per candidate kept
-    (O(nm(n + m)) per iteration, no K1 decomposition or fresh rotation of the data), then `FINAL_KEEP` fits."""
+    the `FINAL_KEEP` best of the second screen get the full fit on every row, each warm-started from the
+    previous one's fixed point, which chooses. Without ``path``, with too few candidates to halve, or on a
+    matrix too small for the screens to pay (`SCREEN_MIN_COST`) every candidate gets the full fit. Returns
+    (the Selection, the number of candidates screened or None, the chosen candidate's inner completion plus
+    its column means: a warm start for the outer fit). Cost: per family one n' × n' and one m × m
+    eigendecomposition, one warm-started solve on n' rows per candidate and ``kernel_updates`` + 1 per
+    candidate kept (O(n'm(n' + m)) per iteration, no fresh rotation of the data), then `FINAL_KEEP` fits."""
     rows, cols = np.nonzero(~np.isnan(M))
     ids = holdout_ids(rows.size, 1.0 / params.inner_folds, rng)
     grids = {"k1": tuple(k for k in params.k1_grid if k in kernels), "k1_scale": params.k1_scale_grid,
@@ -189,21 +225,36 @@ def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, pma_map, progre
     n, m = M.shape
     if path is not None and screen_keep(len(options)) < len(options) and n * m * (n + m) >= SCREEN_MIN_COST:
         screened = len(options)
-        _, kept = screen(params, options, kernels, R, v, loss, path, screen_keep(len(options)), copies=False)
+        single = params.solver == "cg" and params.tol >= 1e-4
+        sub = screen_rows(n, m, rng)
+        position = np.full(n, -1)
+        position[sub] = np.arange(sub.size)
+        at = position[rows[val]] >= 0  # the held-out entries of the subset's rows
+        sub_r, sub_c, sub_truth = position[rows[val][at]], cols[val][at], truth[at]
+
+        def sub_loss(values):
+            return holdout_loss(values[sub_r, sub_c] + mu[sub_c], sub_truth, kind)
+
+        sub_kernels = restrict_kernels(kernels, sub, single)
+        _, kept = screen(params, options, sub_kernels, R[sub], v, sub_loss, path, screen_keep(len(options)),
+                         copies=False)
         options = [options[i] for i in sorted(kept)]  # grid order kept: ties go to the first
-        _, kept = screen(params, options, kernels, R, v, loss, path, FINAL_KEEP, kernel_updates=params.kernel_updates)
+        _, kept = screen(params, options, sub_kernels, R[sub], v, sub_loss, path, FINAL_KEEP,
+                         kernel_updates=params.kernel_updates, copies=False)
         options = [options[i] for i in sorted(kept)]
-        starts = {id(options[k]): kept[i] for k, i in enumerate(sorted(kept))}
-    else:
-        starts = {}
+    last = {}  # the previous finalist's fixed point: the next one's warm start (screened grids only)
 
     def evaluate(option, train, val_ids):
         values, _ = solve(R, v, kernels[option.k1], option, np.random.default_rng(0), pma_map,
-                          start=starts.get(id(option)))
+                          start=last.get("values"), tol=None if screened is None else FINAL_TOL_FACTOR * option.tol)
         completions[id(option)] = values
+        if screened is not None:
+            last["values"] = values
         return loss(values)
 
     choice = select(options, evaluate, ids, progress=progress)
+    if screened is not None:  # name every searched field, not only those the finalists differ in
+        choice.varied = tuple(name for name, grid in grids.items() if len(grid) > 1)
     chosen = completions.get(id(choice.best))
     return choice, screened, (None if chosen is None else chosen + mu[None, :])
 
