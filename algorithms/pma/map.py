@@ -254,11 +254,13 @@ class MissingEntrySolver:
 
 
 def fixed_kernel_path(M: np.ndarray, eig1: Eigenbasis, settings, *, tol: float, iterations: int, jitter: float,
-                      single: bool = True, kernel_updates: int = 0):
+                      single: bool = True, kernel_updates: int = 0, update_tol: float | None = None):
     """The fixed points of eqs. 5.22–5.23 for a sequence of row-kernel spectra on one shared factorisation:
     K1 = U1 diag(s·d1 + c) U1ᵀ for each (s, c) in ``settings`` (``eig1`` = (d1, U1)), K2 the initial
-    second-moment estimate, re-estimated ``kernel_updates`` times per setting as `pma_map` does. Yields X̃ (n, m) after each setting — one array, updated in
-    place, so read it before the next one.
+    second-moment estimate, re-estimated ``kernel_updates`` times per setting as `pma_map` does (the solves before
+    each setting's last to ``update_tol``, `pma_map`'s `UPDATE_TOL_FACTOR` × ``tol``, or ``tol`` when None; its
+    last to ``tol``). Yields X̃ (n, m) after each
+    setting — one array, updated in place, so read it before the next one.
 
     Every setting shares U1, U2 and the rotated data: a setting changes only the eigenvalues a ⊕ b, so it
     costs one conjugate-gradient solve (its starting residual and right-hand side, one application of Λ,
@@ -280,7 +282,7 @@ def fixed_kernel_path(M: np.ndarray, eig1: Eigenbasis, settings, *, tol: float, 
                 basis = KroneckerEigenbasis(left, right)
             solver.set_basis(basis, change)
             solver.solves = min(solver.solves, 1)  # warm start from the last fixed point, no extrapolation
-            solver.solve(tol, iterations)
+            solver.solve(tol if update == kernel_updates or update_tol is None else update_tol, iterations)
         yield Xt
 
 

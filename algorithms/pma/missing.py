@@ -87,7 +87,7 @@ def solve(R: np.ndarray, v: float, kernel, option, rng, pma_map, start=None) -> 
     return fit["values"], fit
 
 
-SCREEN_KEEP = 0.125
+SCREEN_KEEP = 0.25
 """Share of the inner grid (rounded up, at least 2) that goes on from the first screen (K2 fixed at its initial
 estimate) to the second (K2 re-estimated as in the full fit). The first ignores the K2 re-estimation, which
 reorders candidates on sets with few labels: on emotions and genbase (fold 0) the full fit's best was its 7th and
@@ -137,7 +137,9 @@ def serpentine(settings: list[tuple[float, float]]) -> list[int]:
 def screen(params, options, kernels: dict, R: np.ndarray, v: float, loss, path, keep: int, kernel_updates: int = 0,
            copies: bool = True, tol: float = SCREEN_TOL):
     """The holdout loss of every candidate with K2 starting at its initial estimate and re-estimated
-    ``kernel_updates`` times (0: held there), each solve to ``tol`` (or params.tol if looser): per row-kernel
+    ``kernel_updates`` times (0: held there), each setting's last solve to ``tol`` (or params.tol if looser), those
+    before it to `FINAL_TOL_FACTOR` × ``tol`` or `SCREEN_TOL`, whichever is tighter — the full fit's rule at ``tol`` =
+    params.tol: per row-kernel
     family one `fixed_kernel_path` (``path``) through all its (k1_scale, noise) settings in `serpentine`
     order — one shared eigenbasis, each setting a rescaling of its eigenvalues and a solve warm-started from
     its neighbour's fixed point. Returns (the losses in ``options``' order, {index: a copy of X̃, or None
@@ -150,7 +152,8 @@ def screen(params, options, kernels: dict, R: np.ndarray, v: float, loss, path, 
         order = serpentine(settings)
         fits = path(R, kernels[family][1], [settings[k] for k in order], tol=max(tol, params.tol),
                     iterations=params.iterations, jitter=params.jitter,
-                    single=params.solver == "cg" and params.tol >= 1e-4, kernel_updates=kernel_updates)
+                    single=params.solver == "cg" and params.tol >= 1e-4, kernel_updates=kernel_updates,
+                    update_tol=max(min(SCREEN_TOL, FINAL_TOL_FACTOR * tol), params.tol))
         for k, Xt in zip(order, fits):
             i = chosen[k]
             losses[i] = loss(Xt)
@@ -219,9 +222,14 @@ def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, pma_map, progre
         _, kept = screen(params, options, kernels, R_sub, v, sub_loss, path, screen_keep(len(options)), copies=False)
         options = [options[i] for i in sorted(kept)]  # grid order kept: ties go to the first
         if progress is not None:
-            progress(0.5)
+            progress(0.4)
+        _, kept = screen(params, options, kernels, R_sub, v, sub_loss, path, FINAL_KEEP,
+                         kernel_updates=params.kernel_updates, copies=False)
+        options = [options[i] for i in sorted(kept)]
+        if progress is not None:
+            progress(0.8)
         losses, kept = screen(params, options, kernels, R_sub, v, sub_loss, path, 1,
-                              kernel_updates=params.kernel_updates, copies=whole, tol=FINAL_TOL_FACTOR * params.tol)
+                              kernel_updates=params.kernel_updates, copies=whole, tol=params.tol)
         if progress is not None:
             progress(1.0)
         best = int(np.argmin(losses))  # the first of equals
