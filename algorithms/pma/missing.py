@@ -22,15 +22,17 @@ mean diagonal like the RBF), its amplitude s and the noise ν are chosen from th
 of 1/inner_folds of the training entries (`malt.algorithms.completion`: squared hinge loss on the
 labels' sign, squared error on real values). Each family costs one eigendecomposition of K1 (cached
 across folds and candidates). A candidate differs from its neighbours only in K1's eigenvalues, so the
-grid is walked by structure, not refitting (issue 46), by successive halving (`choose`): a first
-screen (`screen`) holds K2 at its initial estimate and evaluates every candidate on one shared
-factorisation — per family one path through the grid whose settings rescale the eigenvalues of the same
-K1/K2 eigenbasis and warm-start from their neighbour's fixed point, with the data rotated once and no
-eigendecomposition per candidate; its best quarter (`SCREEN_KEEP`) is screened again with K2
-re-estimated as in the full fit; that screen's best 2 (`FINAL_KEEP`) get the full fit, warm-started,
-and the outer fit starts from the chosen candidate's inner fixed point. Matrices too small for this to
-pay fit the whole grid (`SCREEN_MIN_COST`). On CAL500 (25 % hidden, one BLAS thread) a fold went from
-5.6 to 1.4 CPU seconds with the same choices (the floor, one fit at the chosen setting: 0.11 s).
+grid is walked by structure, not refitting (issue 46), by successive halving (`choose`) over three
+screens on a random subset of at most `SCREEN_COLUMNS` columns (`screen_columns`; the GP's marginal on
+them is the same model, K1 and its eigenbasis unchanged). Each screen (`screen`) walks, per family, one
+path through its candidates whose settings rescale the eigenvalues of one shared K1/K2 eigenbasis and
+warm-start from their neighbour's fixed point, with the data rotated once and no K1 eigendecomposition
+per candidate: the first holds K2 at its initial estimate, every candidate to `SCREEN_TOL`; its best
+quarter (`SCREEN_KEEP`) is screened with K2 re-estimated as in the full fit, to `SCREEN_TOL`; that
+screen's best 2 (`FINAL_KEEP`) are fitted as the full fit is, to its own tolerances, and the better is
+the choice. Matrices too small for this to pay fit the whole grid on every entry (`SCREEN_MIN_COST`). On
+CAL500 (25 % hidden, one BLAS thread) a fold went from 5.6 to 1.4 CPU seconds (version 12) and to 0.33
+(version 14) with the same choices in 4 of 5 folds (the floor, one fit at the chosen setting: 0.11 s).
 What the six MULAN sets chose (folds 0–2):
 CAL500 the smallest s and the largest ν (its audio features barely inform its tags; its tags are
 noisy), genbase the linear kernel (its 1185 binary motif features), scene, yeast and emotions the RBF
@@ -97,14 +99,11 @@ genbase: the full fit's best is among its first two, `FINAL_KEEP`)."""
 
 
 FINAL_KEEP = 2
-"""Candidates that go on from the second screen (its solves at `SCREEN_TOL`) to the full fit at ``tol``, which
-chooses: choosing the second screen's best outright cost 0.5 points of error on emotions (25 % hidden) and
-0.05–0.08 on genbase."""
-
-
-FINAL_TOL_FACTOR = 10.0
-"""The finalists' fits stop at this × tol (the full fit's tolerance for its kernel settings before the last): they
-rank two candidates whose holdout losses differ by far more than that accuracy moves them."""
+"""Candidates that go on from the second screen (its solves at `SCREEN_TOL`) to the third, fitted as the full fit
+is (to ``tol``, its settings before the last to 10 × ``tol``), which chooses: choosing the second screen's best
+outright cost 0.5 points of error on emotions (25 % hidden) and 0.05–0.08 on genbase. The deciding fits keep the
+full fit's tolerance: stopped at 10 × tol, the weakest prior's early-stopped fit won on the holdout and lost on
+the test entries (scene, 25 % hidden, 5 folds: 4.63 → 5.26 % error)."""
 
 
 SCREEN_MIN_COST = 2e7
@@ -138,9 +137,8 @@ def screen(params, options, kernels: dict, R: np.ndarray, v: float, loss, path, 
            copies: bool = True, tol: float = SCREEN_TOL):
     """The holdout loss of every candidate with K2 starting at its initial estimate and re-estimated
     ``kernel_updates`` times (0: held there), each setting's last solve to ``tol`` (or params.tol if looser), those
-    before it to `FINAL_TOL_FACTOR` × ``tol`` or `SCREEN_TOL`, whichever is tighter — the full fit's rule at ``tol`` =
-    params.tol: per row-kernel
-    family one `fixed_kernel_path` (``path``) through all its (k1_scale, noise) settings in `serpentine`
+    before it to 10 × ``tol`` or `SCREEN_TOL`, whichever is tighter (the full fit's rule when ``tol`` = params.tol):
+    per row-kernel family one `fixed_kernel_path` (``path``) through all its (k1_scale, noise) settings in `serpentine`
     order — one shared eigenbasis, each setting a rescaling of its eigenvalues and a solve warm-started from
     its neighbour's fixed point. Returns (the losses in ``options``' order, {index: a copy of X̃, or None
     unless ``copies``} for the ``keep`` best)."""
@@ -153,7 +151,7 @@ def screen(params, options, kernels: dict, R: np.ndarray, v: float, loss, path, 
         fits = path(R, kernels[family][1], [settings[k] for k in order], tol=max(tol, params.tol),
                     iterations=params.iterations, jitter=params.jitter,
                     single=params.solver == "cg" and params.tol >= 1e-4, kernel_updates=kernel_updates,
-                    update_tol=max(min(SCREEN_TOL, FINAL_TOL_FACTOR * tol), params.tol))
+                    update_tol=max(min(SCREEN_TOL, 10.0 * tol), params.tol))
         for k, Xt in zip(order, fits):
             i = chosen[k]
             losses[i] = loss(Xt)
@@ -164,13 +162,11 @@ def screen(params, options, kernels: dict, R: np.ndarray, v: float, loss, path, 
     return losses, kept
 
 
-SCREEN_COLUMNS = 64
+SCREEN_COLUMNS = 32
 """The screens of a matrix with more columns run on this many of them, drawn at random (`screen_columns`): the GP's
 marginal on a subset of columns is the same model (K2 restricted to them, K1 and its eigenbasis unchanged, so every
-row keeps its neighbours), and 64 columns leave each row 63 others to borrow from. On CAL500 (174 tags) a rotation
-then costs 31 % of the whole matrix's, and the choice is the same in 5/5 folds. Subsets of rows were tried and
-refused: with fewer rows each row has fewer neighbours and the row kernel's best scale moves (scene, fold 0–4:
-4.63 → 5.26 % error)."""
+row keeps its neighbours in the row kernel). A rotation, n²m + nm² multiply-adds, then costs n²·32 + n·32²: on
+CAL500 (174 tags) 15 % of the whole matrix's; a fold's CPU 0.50 s with 64 columns, 0.33 s with 32."""
 
 
 def screen_columns(m: int, rng: np.random.Generator) -> np.ndarray:
@@ -184,18 +180,18 @@ def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, pma_map, progre
     entries: each candidate completes the other entries (their own column means and variance) and is
     judged by `holdout_loss` on the held-out ones.
 
-    With ``path`` (`map.fixed_kernel_path`) the grid is walked by structure, successive halving over two
-    screens on one shared factorisation per family (`screen`), both on the rows `screen_rows` (K1 restricted
-    to them, the held-out entries of those rows judged): every candidate with K2 held at its initial
-    estimate to `SCREEN_TOL`, then the best `screen_keep` fitted as the full fit does (K2 re-estimated
-    ``kernel_updates`` times) to `FINAL_TOL_FACTOR` × tol, whose best is the choice. Without ``path``, with
+    With ``path`` (`map.fixed_kernel_path`) the grid is walked by structure, successive halving over three
+    screens on one shared factorisation per family (`screen`), all on the columns `screen_columns` (the
+    held-out entries of those columns judged): every candidate with K2 held at its initial estimate, the best
+    `screen_keep` with K2 re-estimated ``kernel_updates`` times (both to `SCREEN_TOL`), and the `FINAL_KEEP`
+    best of that fitted as the full fit is (to tol), whose better is the choice. Without ``path``, with
     too few candidates to halve, or on a matrix too small for the screens to pay (`SCREEN_MIN_COST`) every
-    candidate gets the full fit on every row. Returns (the Selection, the number of candidates screened or
-    None, the chosen candidate's inner completion plus its column means when it was fitted on every row —
-    a warm start for the outer fit — or None). Cost with the screens: per family one n' × n' and one m × m
-    eigendecomposition, one warm-started solve on n' rows per candidate and ``kernel_updates`` + 1 (and as
-    many m × m eigendecompositions) per candidate kept, O(n'm(n' + m)) per iteration, no fresh rotation of
-    the data."""
+    candidate gets the full fit on every entry. Returns (the Selection, the number of candidates screened or
+    None, the chosen candidate's inner completion plus its column means when it was fitted on every entry —
+    a warm start for the outer fit — or None). Cost with the screens on m' columns: per screen and family one
+    m' × m' eigendecomposition, one warm-started solve per candidate and ``kernel_updates`` + 1 (and as many
+    m' × m' eigendecompositions) per candidate of the later screens, O(nm'(n + m')) per iteration; no K1
+    eigendecomposition and no fresh rotation of the data per candidate."""
     rows, cols = np.nonzero(~np.isnan(M))
     ids = holdout_ids(rows.size, 1.0 / params.inner_folds, rng)
     grids = {"k1": tuple(k for k in params.k1_grid if k in kernels), "k1_scale": params.k1_scale_grid,
