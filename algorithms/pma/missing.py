@@ -171,6 +171,31 @@ a fold cost 0.37 s instead of 0.45, but the smaller holdout moved fold 2's noise
 error; mean over the folds 9.88 → 9.94)."""
 
 
+SCREEN_ROW_SHARE = 0.5
+"""The first two screens also run on this share of the rows, drawn at random (`screen_rows`), with K1 restricted to
+them (one n' × n' eigendecomposition per family); the third, which chooses, fits every row."""
+
+SCREEN_MIN_ROWS = 200
+"""The first two screens' rows: at least this many (or all of them)."""
+
+
+def screen_rows(n: int, rng: np.random.Generator) -> np.ndarray:
+    """Sorted positions of the rows of the first two screens: `SCREEN_ROW_SHARE` of n, at least `SCREEN_MIN_ROWS`,
+    drawn without replacement from ``rng``. O(n)."""
+    size = min(n, max(SCREEN_MIN_ROWS, int(np.ceil(SCREEN_ROW_SHARE * n))))
+    return np.arange(n) if size == n else np.sort(rng.choice(n, size, replace=False))
+
+
+def restrict_kernels(kernels: dict, rows: np.ndarray, single: bool) -> dict:
+    """family → (None, the Eigenbasis of K[rows, rows]): each family's base kernel (already jittered) restricted to
+    ``rows`` — the same prior on fewer rows — decomposed once. O(n'³) per family."""
+    from .common import pd_eigh
+
+    if rows.size == next(iter(kernels.values()))[0].shape[0]:
+        return kernels
+    return {family: (None, pd_eigh(K[np.ix_(rows, rows)], "K1", single=single)) for family, (K, _) in kernels.items()}
+
+
 def screen_columns(m: int, rng: np.random.Generator) -> np.ndarray:
     """Sorted positions of the columns the screens fit: all m when m ≤ `SCREEN_COLUMNS`, otherwise that many drawn
     without replacement from ``rng``. O(m)."""
@@ -206,28 +231,32 @@ def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, pma_map, progre
     options = candidates(params, grids)
     n, m = M.shape
     if path is not None and screen_keep(len(options)) < len(options) and n * m * (n + m) >= SCREEN_MIN_COST:
-        sub = screen_columns(m, rng)
-        position = np.full(m, -1)
-        position[sub] = np.arange(sub.size)
-        at = position[cols[val]] >= 0  # the held-out entries of the subset's columns
-        sub_r, sub_c, sub_mu, sub_truth = rows[val][at], position[cols[val][at]], mu[cols[val][at]], truth[at]
-        whole = sub.size == m
+        sub_rows, sub_cols = screen_rows(n, rng), screen_columns(m, rng)
+        whole = sub_cols.size == m
 
-        def sub_loss(values):
-            return holdout_loss(values[sub_r, sub_c] + sub_mu, sub_truth, kind)
+        def subset_loss(keep_rows, keep_cols):
+            """The holdout loss on the held-out entries inside rows × columns, for a completion of that block."""
+            row_at, col_at = np.full(n, -1), np.full(m, -1)
+            row_at[keep_rows], col_at[keep_cols] = np.arange(keep_rows.size), np.arange(keep_cols.size)
+            at = (row_at[rows[val]] >= 0) & (col_at[cols[val]] >= 0)
+            r, c, offset, want = row_at[rows[val][at]], col_at[cols[val][at]], mu[cols[val][at]], truth[at]
+            return lambda values: holdout_loss(values[r, c] + offset, want, kind)
 
-        screened, R_sub = len(options), R[:, sub]
-        _, kept = screen(params, options, kernels, R_sub, v, sub_loss, path, screen_keep(len(options)), copies=False)
+        block, block_loss = R[np.ix_(sub_rows, sub_cols)], subset_loss(sub_rows, sub_cols)
+        block_kernels = restrict_kernels(kernels, sub_rows, params.solver == "cg" and params.tol >= 1e-4)
+        screened = len(options)
+        _, kept = screen(params, options, block_kernels, block, v, block_loss, path, screen_keep(len(options)),
+                         copies=False)
         options = [options[i] for i in sorted(kept)]  # grid order kept: ties go to the first
         if progress is not None:
             progress(0.4)
-        _, kept = screen(params, options, kernels, R_sub, v, sub_loss, path, FINAL_KEEP,
+        _, kept = screen(params, options, block_kernels, block, v, block_loss, path, FINAL_KEEP,
                          kernel_updates=params.kernel_updates, copies=False)
         options = [options[i] for i in sorted(kept)]
         if progress is not None:
             progress(0.8)
-        losses, kept = screen(params, options, kernels, R_sub, v, sub_loss, path, 1,
-                              kernel_updates=params.kernel_updates, copies=whole, tol=params.tol)
+        losses, kept = screen(params, options, kernels, R[:, sub_cols], v, subset_loss(np.arange(n), sub_cols), path,
+                              1, kernel_updates=params.kernel_updates, copies=whole, tol=params.tol)
         if progress is not None:
             progress(1.0)
         best = int(np.argmin(losses))  # the first of equals
