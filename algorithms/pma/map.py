@@ -23,7 +23,8 @@ rotated (an m × m change of basis, not a fresh rotation), and the settings befo
 fixed points only feed the K2 re-estimation — are solved to 10 × ``tol``. The kernel update
 decomposes ĜᵀĜ/n in the current right basis (GᵀG = U2 ĜᵀĜ U2ᵀ), so neither G nor K2 is rotated back.
 Nothing of size nm × nm is formed and no inverse is taken. The missing task's inner selection walks its grid
-on one factorisation (`fixed_kernel_path`: a setting only rescales K1's eigenvalues; see missing.py). On CAL500 (502 × 174, 25 % hidden,
+on one factorisation (`fixed_kernel_path`: a setting only rescales K1's eigenvalues; on a wide matrix a subset of
+its columns and rows; see missing.py). On CAL500 (502 × 174, 25 % hidden,
 3 kernel updates) a whole fit — K1 built from the features, all eigendecompositions, 20 iterations in
 all — costs 2.9× the floor of two double-precision eigendecompositions and one Sylvester solve (wall
 seconds, one BLAS thread, same process; version 6 measured 3.6× on the same benchmark), against
@@ -484,10 +485,12 @@ class MAPParams(PMAParams, LabelCoding, InnerCVParams, NaturalThresholdParams):
                         "one validation split (1/inner_folds of the training ratings); missing task: it chooses k1, "
                         "k1_scale and noise from their grids on a holdout of 1/inner_folds of the training entries "
                         "(squared hinge loss on the labels' sign, squared error on real values); when n²m + nm² ≥ 2e7 "
-                        "by successive halving on one shared eigenbasis: every candidate screened with K2 fixed "
-                        "at its initial estimate, the best quarter (at least 2) with K2 re-estimated, the best 2 "
-                        "fitted in full; 'none' uses the "
-                        "values given. The multilabel task has nothing to select", Options("none", "inner-cv"),
+                        "by successive halving on one shared eigenbasis, on at most 64 random columns (and, on "
+                        "wider matrices, half the rows for the first two screens): every candidate screened with K2 "
+                        "fixed at its initial estimate, the best quarter (at least 2) with K2 re-estimated, the best "
+                        "2 fitted as the full fit is, which chooses (the subsets and screens were set so that the "
+                        "choice on the training entries stays the full-grid one: CAL500, scene, yeast, 5 folds); "
+                        "'none' uses the values given. The multilabel task has nothing to select", Options("none", "inner-cv"),
                         active_when=When(task=Options("ratings", "missing")))
     center: str = param("column", "missing task: mean of the GP, the observed 'column' means (added back to the "
                         "estimate), or 'none' (the dissertation's zero-mean PMA)", Options("column", "none"),
@@ -535,7 +538,11 @@ class PMAMap(Algorithm):
     name = "pma-map"
     tasks = frozenset({"missing", "multilabel", "ratings"})
     Params = MAPParams
-    version = "13"  # v13 (ratings task): a biased-MF term beside the kernels, or alone, when it lowers the
+    version = "14"  # v14 (missing task): the inner screens on 64 random columns of a wider matrix and, there, half
+    # its rows for the first two screens (the GP's marginal on a subset is the same prior); the third screen (the best 2
+    # fitted as the full fit is, to its own tolerances) chooses, with no separate finalist fits; 25 % hidden, 5 folds,
+    # one thread, same run, before -> after (error %, CPU s/fold): see figures.d/ch5-pma.md's note of v14.
+    # v13 (ratings task): a biased-MF term beside the kernels, or alone, when it lowers the
     # validation RMSE (mf_term='auto'); v12 (missing task): the inner grid walked by structure on matrices of n²m + nm² ≥ 2e7
     # (missing.SCREEN_MIN_COST): all candidates screened with K2 fixed on one shared factorisation, the best quarter
     # with K2 re-estimated, the best 2 fitted in full (warm-started), the outer fit warm-started from the choice;
