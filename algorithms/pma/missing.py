@@ -259,13 +259,13 @@ def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, pma_map, progre
         options = [options[i] for i in sorted(kept)]
         if progress is not None:
             progress(0.8)
-        losses, kept = screen(params, options, kernels, R[:, sub_cols], v, subset_loss(np.arange(n), sub_cols), path,
-                              1, kernel_updates=params.kernel_updates, copies=whole, tol=params.tol)
+        losses, kept = screen(params, options, kernels, R, v, subset_loss(np.arange(n), np.arange(m)), path, 1,
+                              kernel_updates=params.kernel_updates, tol=params.tol)
         if progress is not None:
             progress(1.0)
         best = int(np.argmin(losses))  # the first of equals
         varied = tuple(name for name, grid in grids.items() if len(grid) > 1)
-        inner = kept.get(best) if whole else None
+        inner = kept.get(best)
         return (Selection(options[best], losses, options, varied), screened,
                 None if inner is None else inner + mu[None, :])
     completions = {}
