@@ -23,16 +23,18 @@ of 1/inner_folds of the training entries (`malt.algorithms.completion`: squared 
 labels' sign, squared error on real values). Each family costs one eigendecomposition of K1 (cached
 across folds and candidates). A candidate differs from its neighbours only in K1's eigenvalues, so the
 grid is walked by structure, not refitting (issue 46), by successive halving (`choose`) over three
-screens on a random subset of at most `SCREEN_COLUMNS` columns (`screen_columns`; the GP's marginal on
-them is the same model, K1 and its eigenbasis unchanged). Each screen (`screen`) walks, per family, one
-path through its candidates whose settings rescale the eigenvalues of one shared K1/K2 eigenbasis and
-warm-start from their neighbour's fixed point, with the data rotated once and no K1 eigendecomposition
-per candidate: the first holds K2 at its initial estimate, every candidate to `SCREEN_TOL`; its best
-quarter (`SCREEN_KEEP`) is screened with K2 re-estimated as in the full fit, to `SCREEN_TOL`; that
-screen's best 2 (`FINAL_KEEP`) are fitted as the full fit is, to its own tolerances, and the better is
-the choice. Matrices too small for this to pay fit the whole grid on every entry (`SCREEN_MIN_COST`). On
-CAL500 (25 % hidden, one BLAS thread) a fold went from 5.6 to 1.4 CPU seconds (version 12) and to 0.33
-(version 14) with the same choices in 4 of 5 folds (the floor, one fit at the chosen setting: 0.11 s).
+screens. Each screen (`screen`) walks, per family, one path through its candidates whose settings rescale
+the eigenvalues of one shared K1/K2 eigenbasis and warm-start from their neighbour's fixed point, with
+the data rotated once and no K1 eigendecomposition per candidate: the first holds K2 at its initial
+estimate, every candidate to `SCREEN_TOL`; its best quarter (`SCREEN_KEEP`) is screened with K2
+re-estimated as in the full fit, to `SCREEN_TOL`; that screen's best 2 (`FINAL_KEEP`) are fitted on
+every entry as the full fit is, to its own tolerances, and the better is the choice (its fixed point
+warm-starts the outer fit). On a matrix with more than `SCREEN_COLUMNS` columns the first two screens
+run on a random block of that many columns and half the rows (`screen_columns`, `screen_rows`; the GP's
+marginal on a block is the same prior, K1 restricted to the rows). Matrices too small for this to pay
+fit the whole grid on every entry (`SCREEN_MIN_COST`). On CAL500 (25 % hidden, one BLAS thread) a fold
+went from 5.6 to 1.4 CPU seconds (version 12) and to about 0.4 (version 14) with the same choices (the
+floor, one fit at the chosen setting: 0.11 s).
 What the six MULAN sets chose (folds 0–2):
 CAL500 the smallest s and the largest ν (its audio features barely inform its tags; its tags are
 noisy), genbase the linear kernel (its 1185 binary motif features), scene, yeast and emotions the RBF
@@ -95,15 +97,16 @@ estimate) to the second (K2 re-estimated as in the full fit). The first ignores 
 reorders candidates on sets with few labels: on emotions and genbase (fold 0) the full fit's best was its 7th and
 18th of 40 (the latter within 1e-4 of its 10 best's best); choosing its best outright cost genbase 0.2 and
 emotions 0.7 points of error. The second ranks nearly as the full fit does (fold 0 of CAL500, emotions and
-genbase: the full fit's best is among its first two, `FINAL_KEEP`)."""
+genbase: the full fit's best is among its first two, `FINAL_KEEP`). An eighth (5 of 40) was too few: scene's fold-0
+full-grid choice was 9th in the first screen (test error of the 5 folds 4.63 → 5.26 % with an eighth)."""
 
 
 FINAL_KEEP = 2
-"""Candidates that go on from the second screen (its solves at `SCREEN_TOL`) to the third, fitted as the full fit
-is (to ``tol``, its settings before the last to 10 × ``tol``), which chooses: choosing the second screen's best
-outright cost 0.5 points of error on emotions (25 % hidden) and 0.05–0.08 on genbase. The deciding fits keep the
-full fit's tolerance: stopped at 10 × tol, the weakest prior's early-stopped fit won on the holdout and lost on
-the test entries (scene, 25 % hidden, 5 folds: 4.63 → 5.26 % error)."""
+"""Candidates that go on from the second screen (its solves at `SCREEN_TOL`) to the third, fitted on every entry as
+the full fit is (to ``tol``, its settings before the last to 10 × ``tol``), which chooses: choosing the second
+screen's best outright cost 0.5 points of error on emotions (25 % hidden) and 0.05–0.08 on genbase. The deciding
+fits keep the full fit's tolerances, so the estimator that is ranked is the one the outer fit computes (a fit
+stopped early is a different, more strongly regularised one)."""
 
 
 SCREEN_MIN_COST = 2e7
@@ -163,20 +166,20 @@ def screen(params, options, kernels: dict, R: np.ndarray, v: float, loss, path, 
 
 
 SCREEN_COLUMNS = 64
-"""The screens of a matrix with more columns run on this many of them, drawn at random (`screen_columns`): the GP's
-marginal on a subset of columns is the same model (K2 restricted to them, K1 and its eigenbasis unchanged, so every
-row keeps its neighbours in the row kernel). A rotation, n²m + nm² multiply-adds, then costs n²·64 + n·64²: on
-CAL500 (174 tags) 31 % of the whole matrix's, and the choice is the same in 5/5 folds (25 % hidden). With 32 columns
-a fold cost 0.37 s instead of 0.45, but the smaller holdout moved fold 2's noise from 1.0 to 0.3 (9.85 → 10.09 %
-error; mean over the folds 9.88 → 9.94)."""
+"""The first two screens of a matrix with more columns run on this many of them, drawn at random (`screen_columns`):
+the GP's marginal on a subset of columns is the same model (K2 restricted to them, K1 and its eigenbasis unchanged,
+so every row keeps its neighbours in the row kernel). A rotation, n²m + nm² multiply-adds, then costs n²·64 + n·64²:
+on CAL500 (174 tags) 31 % of the whole matrix's. Checked by the inner choice on the training entries (the full-grid
+one is the reference): CAL500, 25 % hidden, 5 folds, the same in 5/5. The deciding screen fits every column: deciding
+on 64 columns (and, before that, pruning on 32) moved fold 2's inner choice from noise 1.0 to 0.3."""
 
 
 SCREEN_ROW_SHARE = 0.5
 """On a matrix with more than `SCREEN_COLUMNS` columns the first two screens also run on this share of the rows,
 drawn at random (`screen_rows`), with K1 restricted to them (one n' × n' eigendecomposition per family); the third,
 which chooses, fits every row. Wide matrices only: with many columns to borrow from, halving the rows left the
-inner choice as it was (CAL500, 25 % hidden: 5/5 folds, 0.45 → 0.28 s a fold), while on scene (6 columns, the row
-kernel carrying the fit) it changed the inner choice in 2 of 5 folds (test error 4.63 → 4.99 %)."""
+inner choice as it was (CAL500, 25 % hidden: 5/5 folds), while on scene (6 columns, the row kernel carrying the fit)
+it changed the inner choice in 2 of 5 folds (test error 4.63 → 4.99 %)."""
 
 SCREEN_MIN_ROWS = 200
 """The first two screens' rows: at least this many (or all of them)."""
@@ -187,6 +190,8 @@ def screen_rows(n: int, rng: np.random.Generator) -> np.ndarray:
     drawn without replacement from ``rng``. O(n)."""
     size = min(n, max(SCREEN_MIN_ROWS, int(np.ceil(SCREEN_ROW_SHARE * n))))
     return np.arange(n) if size == n else np.sort(rng.choice(n, size, replace=False))
+
+
 
 
 def restrict_kernels(kernels: dict, rows: np.ndarray, single: bool) -> dict:
@@ -211,17 +216,18 @@ def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, pma_map, progre
     judged by `holdout_loss` on the held-out ones.
 
     With ``path`` (`map.fixed_kernel_path`) the grid is walked by structure, successive halving over three
-    screens on one shared factorisation per family (`screen`), all on the columns `screen_columns` (the
-    held-out entries of those columns judged): every candidate with K2 held at its initial estimate, the best
-    `screen_keep` with K2 re-estimated ``kernel_updates`` times (both to `SCREEN_TOL`), and the `FINAL_KEEP`
-    best of that fitted as the full fit is (to tol), whose better is the choice. Without ``path``, with
-    too few candidates to halve, or on a matrix too small for the screens to pay (`SCREEN_MIN_COST`) every
-    candidate gets the full fit on every entry. Returns (the Selection, the number of candidates screened or
-    None, the chosen candidate's inner completion plus its column means when it was fitted on every entry —
-    a warm start for the outer fit — or None). Cost with the screens on m' columns: per screen and family one
-    m' × m' eigendecomposition, one warm-started solve per candidate and ``kernel_updates`` + 1 (and as many
-    m' × m' eigendecompositions) per candidate of the later screens, O(nm'(n + m')) per iteration; no K1
-    eigendecomposition and no fresh rotation of the data per candidate."""
+    screens on one shared factorisation per family (`screen`): every candidate with K2 held at its initial
+    estimate, the best `screen_keep` with K2 re-estimated ``kernel_updates`` times (both to `SCREEN_TOL`; on a
+    matrix wider than `SCREEN_COLUMNS`, on a random block of that many columns and half the rows, the held-out
+    entries inside it judged), and the `FINAL_KEEP` best of that fitted on every entry as the full fit is (to
+    tol), whose better is the choice. Without ``path``, with too few candidates to halve, or on a matrix too
+    small for the screens to pay (`SCREEN_MIN_COST`) every candidate gets the full fit. Returns (the Selection,
+    the number of candidates screened or None, the chosen candidate's inner completion plus its column means:
+    a warm start for the outer fit). Cost with the screens on an n' × m' block: per family one n' × n'
+    eigendecomposition (none when the block has every row), one warm-started solve per candidate and
+    ``kernel_updates`` + 1 (and as many m' × m' eigendecompositions) per candidate of the second screen,
+    O(n'm'(n' + m')) per iteration, then `FINAL_KEEP` warm-started full fits; no K1 eigendecomposition and no
+    fresh rotation of the data per candidate."""
     rows, cols = np.nonzero(~np.isnan(M))
     ids = holdout_ids(rows.size, 1.0 / params.inner_folds, rng)
     grids = {"k1": tuple(k for k in params.k1_grid if k in kernels), "k1_scale": params.k1_scale_grid,
