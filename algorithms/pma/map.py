@@ -543,7 +543,8 @@ class PMAMap(Algorithm):
     # fitted as the full fit is, to its own tolerances) chooses, with no separate finalist fits; 25 % hidden, 5 folds,
     # one thread, same run, before -> after (error %, CPU s/fold): CAL500 9.88 -> 9.88, 1.17 -> 0.38; yeast 8.25 ->
     # 8.25, 8.1 -> 6.0; enron 4.34 -> 4.38 (a tie swapped in fold 4), 4.8 -> 4.1; scene 4.63 -> 4.63, 7.2 -> 5.3;
-    # emotions (not screened) 16.74 -> 16.72 (figures.d/ch5-pma.md, v14 note). `selected` names every searched field.
+    # emotions (not screened; its outer fit now warm-starts from the inner choice too) 16.74 -> 16.72, 0.70 -> 0.49
+    # (figures.d/ch5-pma.md, v14 note). `selected` names every searched field.
     # v13 (ratings task): a biased-MF term beside the kernels, or alone, when it lowers the
     # validation RMSE (mf_term='auto'); v12 (missing task): the inner grid walked by structure on matrices of n²m + nm² ≥ 2e7
     # (missing.SCREEN_MIN_COST): all candidates screened with K2 fixed on one shared factorisation, the best quarter
