@@ -113,3 +113,76 @@ def test_zero_filled_scores_share_their_eigenbases_across_signals(low_rank):
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
             assert got_noise == pytest.approx(want_noise)
     assert len(cache) == 2
+
+
+def test_fixed_kernel_path_writes_its_answer_whatever_the_matrix_order():
+    """A column subset of a C-ordered matrix (``R[:, cols]``) is Fortran-ordered: the solver writes its iterate
+    through ``ravel``, which copies such an array, so the answer was the column means. Both orders must give
+    the exact conditional mean."""
+    M, K1, _ = problem(9, 6, 0.3, seed=7)
+    observed = ~np.isnan(M)
+    K2 = second_moments(M, observed, 0, 1e-2)
+    want, _ = dense_conditional(M, kron_sum_dense(0.5 * K1 + 0.1 * np.eye(9), K2))
+    d, U = np.linalg.eigh(K1)
+    for order in (np.ascontiguousarray, np.asfortranarray):
+        X = next(fixed_kernel_path(order(M), Eigenbasis(d, U), [(0.5, 0.1)], tol=1e-11, iterations=500,
+                                   jitter=1e-2, single=False))
+        np.testing.assert_allclose(X[~observed], want[~observed], atol=1e-8)
+
+
+def test_looser_solves_before_a_settings_last_reach_the_same_fixed_point():
+    """``update_tol`` loosens the solves that only feed a K2 re-estimation (as `pma_map` does); the setting's last
+    solve at ``tol`` still lands on the definition's answer to within what the looser K2 estimates move it."""
+    from tests.test_pma_map_solver import scratch_pma_map
+
+    M, K1, _ = problem(9, 5, 0.3, seed=6)
+    observed = ~np.isnan(M)
+    d, U = np.linalg.eigh(K1)
+    X = next(fixed_kernel_path(M, Eigenbasis(d, U), [(0.2, 0.5)], tol=1e-11, iterations=500, jitter=1e-2,
+                               single=False, kernel_updates=2, update_tol=1e-3))
+    want, _ = scratch_pma_map(M, 0.2 * K1 + 0.5 * np.eye(9), kernel_updates=2)
+    error = np.abs(X[~observed] - want[~observed]).max()
+    assert 0 < error < 1e-2 * np.abs(want[~observed]).max()
+
+
+def test_screen_subsets_are_sorted_distinct_and_whole_when_small():
+    from malt.algorithms.pma.missing import SCREEN_COLUMNS, SCREEN_MIN_ROWS, screen_columns, screen_rows
+
+    rng = np.random.default_rng(0)
+    np.testing.assert_array_equal(screen_columns(SCREEN_COLUMNS, rng), np.arange(SCREEN_COLUMNS))
+    np.testing.assert_array_equal(screen_rows(SCREEN_MIN_ROWS, rng), np.arange(SCREEN_MIN_ROWS))
+    assert screen_rows(SCREEN_MIN_ROWS + 50, rng).size == SCREEN_MIN_ROWS
+    for got, size, of in ((screen_columns(174, rng), SCREEN_COLUMNS, 174), (screen_rows(1000, rng), 500, 1000)):
+        assert got.size == size and np.all(np.diff(got) > 0) and got.min() >= 0 and got.max() < of
+
+
+def test_restricted_kernels_are_the_prior_on_the_subset_of_rows():
+    """The first screens' K1 on a row subset: the eigenbasis of K[S, S] itself (the GP's marginal on S), dense."""
+    from malt.algorithms.pma.missing import restrict_kernels
+
+    _, K1, _ = problem(12, 3, 0.3, seed=8)
+    rows = np.array([0, 3, 4, 9, 11])
+    got = restrict_kernels({"rbf": (K1, None)}, rows, single=False)["rbf"][1]
+    np.testing.assert_allclose((got.vectors * got.values) @ got.vectors.T, K1[np.ix_(rows, rows)], atol=1e-12)
+
+
+def test_screened_choice_is_the_exhaustive_inner_choice_on_a_draw_from_the_model():
+    """On a matrix large enough to be screened (n²m + nm² ≥ `SCREEN_MIN_COST`), drawn with a strong row kernel and
+    little noise, the screens on row and column subsets choose what fitting all 40 candidates in full on every
+    entry chooses (the brute force: ``path=None``)."""
+    from malt.algorithms.pma.map import MAPParams, fixed_kernel_path, pma_map
+    from malt.algorithms.pma.missing import SCREEN_MIN_COST, choose
+
+    rng = np.random.default_rng(11)
+    n, m = 420, 100
+    assert n * m * (n + m) >= SCREEN_MIN_COST
+    Z = rng.standard_normal((n, 3))
+    K1 = np.exp(-0.5 * ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1))
+    kernels = {"rbf": (K1 + 1e-2 * np.eye(n), Eigenbasis(*np.linalg.eigh(K1 + 1e-2 * np.eye(n))))}
+    F = np.linalg.cholesky(K1 + 1e-6 * np.eye(n)) @ rng.standard_normal((n, m))
+    M = F + rng.standard_normal((n, 1)) * rng.standard_normal((1, m)) + 0.1 * rng.standard_normal((n, m))
+    M[rng.random((n, m)) < 0.25] = np.nan
+    params = MAPParams(k1_grid=("rbf",))
+    picks = [choose(params, M, kernels, "real", np.random.default_rng(0), pma_map, path=path)[0].best
+             for path in (fixed_kernel_path, None)]
+    assert (picks[0].k1_scale, picks[0].noise) == (picks[1].k1_scale, picks[1].noise)

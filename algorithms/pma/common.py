@@ -118,8 +118,9 @@ def _feature_kernel(X, rows, fit_rows, kind: str, width, scale: str) -> np.ndarr
 
 
 def check_matrix(M) -> tuple[np.ndarray, np.ndarray]:
-    """(M as float, observed mask); errors a user can act on for bad input."""
-    M = np.asarray(M, dtype=float)
+    """(M as a C-ordered float array — the solvers write through ``ravel`` views — and its observed mask);
+    errors a user can act on for bad input."""
+    M = np.ascontiguousarray(M, dtype=float)
     if M.ndim != 2:
         raise DataError(f"PMA needs a 2-D matrix, got an array of shape {M.shape}.")
     observed = ~np.isnan(M)

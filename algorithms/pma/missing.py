@@ -22,15 +22,19 @@ mean diagonal like the RBF), its amplitude s and the noise ν are chosen from th
 of 1/inner_folds of the training entries (`malt.algorithms.completion`: squared hinge loss on the
 labels' sign, squared error on real values). Each family costs one eigendecomposition of K1 (cached
 across folds and candidates). A candidate differs from its neighbours only in K1's eigenvalues, so the
-grid is walked by structure, not refitting (issue 46), by successive halving (`choose`): a first
-screen (`screen`) holds K2 at its initial estimate and evaluates every candidate on one shared
-factorisation — per family one path through the grid whose settings rescale the eigenvalues of the same
-K1/K2 eigenbasis and warm-start from their neighbour's fixed point, with the data rotated once and no
-eigendecomposition per candidate; its best quarter (`SCREEN_KEEP`) is screened again with K2
-re-estimated as in the full fit; that screen's best 2 (`FINAL_KEEP`) get the full fit, warm-started,
-and the outer fit starts from the chosen candidate's inner fixed point. Matrices too small for this to
-pay fit the whole grid (`SCREEN_MIN_COST`). On CAL500 (25 % hidden, one BLAS thread) a fold went from
-5.6 to 1.4 CPU seconds with the same choices (the floor, one fit at the chosen setting: 0.11 s).
+grid is walked by structure, not refitting (issue 46), by successive halving (`choose`) over three
+screens. Each screen (`screen`) walks, per family, one path through its candidates whose settings rescale
+the eigenvalues of one shared K1/K2 eigenbasis and warm-start from their neighbour's fixed point, with
+the data rotated once and no K1 eigendecomposition per candidate: the first holds K2 at its initial
+estimate, every candidate to `SCREEN_TOL`; its best quarter (`SCREEN_KEEP`) is screened with K2
+re-estimated as in the full fit, to `SCREEN_TOL`; that screen's best 2 (`FINAL_KEEP`) are fitted on
+every entry as the full fit is, to its own tolerances, and the better is the choice (its fixed point
+warm-starts the outer fit). On a matrix with more than `SCREEN_COLUMNS` columns the first two screens
+run on a random block of that many columns and half the rows (`screen_columns`, `screen_rows`; the GP's
+marginal on a block is the same prior, K1 restricted to the rows). Matrices too small for this to pay
+fit the whole grid on every entry (`SCREEN_MIN_COST`). On CAL500 (25 % hidden, one BLAS thread) a fold
+went from 5.6 to 1.4 CPU seconds (version 12) and to about 0.4 (version 14) with the same choices (the
+floor, one fit at the chosen setting: 0.11 s).
 What the six MULAN sets chose (folds 0–2):
 CAL500 the smallest s and the largest ν (its audio features barely inform its tags; its tags are
 noisy), genbase the linear kernel (its 1185 binary motif features), scene, yeast and emotions the RBF
@@ -41,7 +45,7 @@ from __future__ import annotations
 import numpy as np
 
 from malt.numerics.eigenbasis import Eigenbasis
-from malt.numerics.selection import candidates, holdout_ids, select
+from malt.numerics.selection import Selection, candidates, holdout_ids, select
 
 from ..completion import holdout_loss
 from .common import column_means, matrix_inputs, prediction, row_kernel_eig
@@ -93,13 +97,16 @@ estimate) to the second (K2 re-estimated as in the full fit). The first ignores 
 reorders candidates on sets with few labels: on emotions and genbase (fold 0) the full fit's best was its 7th and
 18th of 40 (the latter within 1e-4 of its 10 best's best); choosing its best outright cost genbase 0.2 and
 emotions 0.7 points of error. The second ranks nearly as the full fit does (fold 0 of CAL500, emotions and
-genbase: the full fit's best is among its first two, `FINAL_KEEP`)."""
+genbase: the full fit's best is among its first two, `FINAL_KEEP`). An eighth (5 of 40) was too few: scene's fold-0
+full-grid choice was 9th in the first screen (test error of the 5 folds 4.63 → 5.26 % with an eighth)."""
 
 
 FINAL_KEEP = 2
-"""Candidates that go on from the second screen (its solves at `SCREEN_TOL`) to the full fit at ``tol``, which
-chooses: choosing the second screen's best outright cost 0.5 points of error on emotions (25 % hidden) and
-0.05–0.08 on genbase."""
+"""Candidates that go on from the second screen (its solves at `SCREEN_TOL`) to the third, fitted on every entry as
+the full fit is (to ``tol``, its settings before the last to 10 × ``tol``), which chooses: choosing the second
+screen's best outright cost 0.5 points of error on emotions (25 % hidden) and 0.05–0.08 on genbase. The deciding
+fits keep the full fit's tolerances, so the estimator that is ranked is the one the outer fit computes (a fit
+stopped early is a different, more strongly regularised one)."""
 
 
 SCREEN_MIN_COST = 2e7
@@ -130,10 +137,11 @@ def serpentine(settings: list[tuple[float, float]]) -> list[int]:
 
 
 def screen(params, options, kernels: dict, R: np.ndarray, v: float, loss, path, keep: int, kernel_updates: int = 0,
-           copies: bool = True):
+           copies: bool = True, tol: float = SCREEN_TOL):
     """The holdout loss of every candidate with K2 starting at its initial estimate and re-estimated
-    ``kernel_updates`` times (0: held there), each solve to `SCREEN_TOL` (or tol if looser): per row-kernel
-    family one `fixed_kernel_path` (``path``) through all its (k1_scale, noise) settings in `serpentine`
+    ``kernel_updates`` times (0: held there), each setting's last solve to ``tol`` (or params.tol if looser), those
+    before it to 10 × ``tol`` or `SCREEN_TOL`, whichever is tighter (the full fit's rule when ``tol`` = params.tol):
+    per row-kernel family one `fixed_kernel_path` (``path``) through all its (k1_scale, noise) settings in `serpentine`
     order — one shared eigenbasis, each setting a rescaling of its eigenvalues and a solve warm-started from
     its neighbour's fixed point. Returns (the losses in ``options``' order, {index: a copy of X̃, or None
     unless ``copies``} for the ``keep`` best)."""
@@ -143,9 +151,10 @@ def screen(params, options, kernels: dict, R: np.ndarray, v: float, loss, path, 
         chosen = [i for i, o in enumerate(options) if o.k1 == family]
         settings = [(options[i].k1_scale, options[i].noise * v) for i in chosen]
         order = serpentine(settings)
-        fits = path(R, kernels[family][1], [settings[k] for k in order], tol=max(SCREEN_TOL, params.tol),
+        fits = path(R, kernels[family][1], [settings[k] for k in order], tol=max(tol, params.tol),
                     iterations=params.iterations, jitter=params.jitter,
-                    single=params.solver == "cg" and params.tol >= 1e-4, kernel_updates=kernel_updates)
+                    single=params.solver == "cg" and params.tol >= 1e-4, kernel_updates=kernel_updates,
+                    update_tol=max(min(SCREEN_TOL, 10.0 * tol), params.tol))
         for k, Xt in zip(order, fits):
             i = chosen[k]
             losses[i] = loss(Xt)
@@ -156,21 +165,69 @@ def screen(params, options, kernels: dict, R: np.ndarray, v: float, loss, path, 
     return losses, kept
 
 
+SCREEN_COLUMNS = 64
+"""The first two screens of a matrix with more columns run on this many of them, drawn at random (`screen_columns`):
+the GP's marginal on a subset of columns is the same model (K2 restricted to them, K1 and its eigenbasis unchanged,
+so every row keeps its neighbours in the row kernel). A rotation, n²m + nm² multiply-adds, then costs n²·64 + n·64²:
+on CAL500 (174 tags) 31 % of the whole matrix's. Checked by the inner choice on the training entries (the full-grid
+one is the reference): CAL500, 25 % hidden, 5 folds, the same in 5/5. The deciding screen fits every column: deciding
+on 64 columns (and, before that, pruning on 32) moved fold 2's inner choice from noise 1.0 to 0.3."""
+
+
+SCREEN_ROW_SHARE = 0.5
+"""On a matrix with more than `SCREEN_COLUMNS` columns the first two screens also run on this share of the rows,
+drawn at random (`screen_rows`), with K1 restricted to them (one n' × n' eigendecomposition per family); the third,
+which chooses, fits every row. Wide matrices only: with many columns to borrow from, halving the rows left the
+inner choice as it was (CAL500, 25 % hidden: 5/5 folds), while on scene (6 columns, the row kernel carrying the fit)
+it changed the inner choice in 2 of 5 folds (test error 4.63 → 4.99 %)."""
+
+SCREEN_MIN_ROWS = 200
+"""The first two screens' rows: at least this many (or all of them)."""
+
+
+def screen_rows(n: int, rng: np.random.Generator) -> np.ndarray:
+    """Sorted positions of the rows of the first two screens on a wide matrix: `SCREEN_ROW_SHARE` of n, at least `SCREEN_MIN_ROWS`,
+    drawn without replacement from ``rng``. O(n)."""
+    size = min(n, max(SCREEN_MIN_ROWS, int(np.ceil(SCREEN_ROW_SHARE * n))))
+    return np.arange(n) if size == n else np.sort(rng.choice(n, size, replace=False))
+
+
+
+
+def restrict_kernels(kernels: dict, rows: np.ndarray, single: bool) -> dict:
+    """family → (None, the Eigenbasis of K[rows, rows]): each family's base kernel (already jittered) restricted to
+    ``rows`` — the same prior on fewer rows — decomposed once. O(n'³) per family."""
+    from .common import pd_eigh
+
+    if rows.size == next(iter(kernels.values()))[0].shape[0]:
+        return kernels
+    return {family: (None, pd_eigh(K[np.ix_(rows, rows)], "K1", single=single)) for family, (K, _) in kernels.items()}
+
+
+def screen_columns(m: int, rng: np.random.Generator) -> np.ndarray:
+    """Sorted positions of the columns the screens fit: all m when m ≤ `SCREEN_COLUMNS`, otherwise that many drawn
+    without replacement from ``rng``. O(m)."""
+    return np.arange(m) if m <= SCREEN_COLUMNS else np.sort(rng.choice(m, SCREEN_COLUMNS, replace=False))
+
+
 def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, pma_map, progress=None, path=None):
     """The Selection of (k1, k1_scale, noise) from their grids on a holdout of 1/inner_folds of M's observed
     entries: each candidate completes the other entries (their own column means and variance) and is
     judged by `holdout_loss` on the held-out ones.
 
-    With ``path`` (`map.fixed_kernel_path`) the grid is walked by structure, successive halving over two
+    With ``path`` (`map.fixed_kernel_path`) the grid is walked by structure, successive halving over three
     screens on one shared factorisation per family (`screen`): every candidate with K2 held at its initial
-    estimate, then the best `screen_keep` with K2 re-estimated ``kernel_updates`` times as in the full fit;
-    the `FINAL_KEEP` best of the second screen get the full fit, warm-started from their screened fixed
-    points, which chooses. Without ``path``, with too few candidates to halve, or on a matrix too small for
-    the screens to pay (`SCREEN_MIN_COST`) every candidate gets the full fit. Returns (the Selection, the
-    number of candidates screened or None, the chosen candidate's inner completion plus its column means: a
-    warm start for the outer fit). Cost: per family one m × m
-    eigendecomposition, one warm-started solve per candidate and ``kernel_updates`` + 1 per candidate kept
-    (O(nm(n + m)) per iteration, no K1 decomposition or fresh rotation of the data), then `FINAL_KEEP` fits."""
+    estimate, the best `screen_keep` with K2 re-estimated ``kernel_updates`` times (both to `SCREEN_TOL`; on a
+    matrix wider than `SCREEN_COLUMNS`, on a random block of that many columns and half the rows, the held-out
+    entries inside it judged), and the `FINAL_KEEP` best of that fitted on every entry as the full fit is (to
+    tol), whose better is the choice. Without ``path``, with too few candidates to halve, or on a matrix too
+    small for the screens to pay (`SCREEN_MIN_COST`) every candidate gets the full fit. Returns (the Selection,
+    the number of candidates screened or None, the chosen candidate's inner completion plus its column means:
+    a warm start for the outer fit). Cost with the screens on an n' × m' block: per family one n' × n'
+    eigendecomposition (none when the block has every row), one warm-started solve per candidate and
+    ``kernel_updates`` + 1 (and as many m' × m' eigendecompositions) per candidate of the second screen,
+    O(n'm'(n' + m')) per iteration, then `FINAL_KEEP` warm-started full fits; no K1 eigendecomposition and no
+    fresh rotation of the data per candidate."""
     rows, cols = np.nonzero(~np.isnan(M))
     ids = holdout_ids(rows.size, 1.0 / params.inner_folds, rng)
     grids = {"k1": tuple(k for k in params.k1_grid if k in kernels), "k1_scale": params.k1_scale_grid,
@@ -180,32 +237,53 @@ def choose(params, M: np.ndarray, kernels: dict, kind: str, rng, pma_map, progre
     hidden[rows[val], cols[val]] = np.nan
     R, mu, v = centre(hidden, params.center)
     truth = M[rows[val], cols[val]]
-
-    def loss(values):
-        return holdout_loss(values[rows[val], cols[val]] + mu[cols[val]], truth, kind)
-
     options = candidates(params, grids)
-    completions, screened = {}, None
     n, m = M.shape
     if path is not None and screen_keep(len(options)) < len(options) and n * m * (n + m) >= SCREEN_MIN_COST:
+        sub_cols = screen_columns(m, rng)
+        whole = sub_cols.size == m
+        sub_rows = np.arange(n) if whole else screen_rows(n, rng)  # rows halved on wide matrices only
+
+        def subset_loss(keep_rows, keep_cols):
+            """The holdout loss on the held-out entries inside rows × columns, for a completion of that block."""
+            row_at, col_at = np.full(n, -1), np.full(m, -1)
+            row_at[keep_rows], col_at[keep_cols] = np.arange(keep_rows.size), np.arange(keep_cols.size)
+            at = (row_at[rows[val]] >= 0) & (col_at[cols[val]] >= 0)
+            r, c, offset, want = row_at[rows[val][at]], col_at[cols[val][at]], mu[cols[val][at]], truth[at]
+            return lambda values: holdout_loss(values[r, c] + offset, want, kind)
+
+        block, block_loss = R[np.ix_(sub_rows, sub_cols)], subset_loss(sub_rows, sub_cols)
+        block_kernels = restrict_kernels(kernels, sub_rows, params.solver == "cg" and params.tol >= 1e-4)
         screened = len(options)
-        _, kept = screen(params, options, kernels, R, v, loss, path, screen_keep(len(options)), copies=False)
+        _, kept = screen(params, options, block_kernels, block, v, block_loss, path, screen_keep(len(options)),
+                         copies=False)
         options = [options[i] for i in sorted(kept)]  # grid order kept: ties go to the first
-        _, kept = screen(params, options, kernels, R, v, loss, path, FINAL_KEEP, kernel_updates=params.kernel_updates)
+        if progress is not None:
+            progress(0.4)
+        _, kept = screen(params, options, block_kernels, block, v, block_loss, path, FINAL_KEEP,
+                         kernel_updates=params.kernel_updates, copies=False)
         options = [options[i] for i in sorted(kept)]
-        starts = {id(options[k]): kept[i] for k, i in enumerate(sorted(kept))}
-    else:
-        starts = {}
+        if progress is not None:
+            progress(0.8)
+        losses, kept = screen(params, options, kernels, R, v, subset_loss(np.arange(n), np.arange(m)), path, 1,
+                              kernel_updates=params.kernel_updates, tol=params.tol)
+        if progress is not None:
+            progress(1.0)
+        best = int(np.argmin(losses))  # the first of equals
+        varied = tuple(name for name, grid in grids.items() if len(grid) > 1)
+        inner = kept.get(best)
+        return (Selection(options[best], losses, options, varied), screened,
+                None if inner is None else inner + mu[None, :])
+    completions = {}
 
     def evaluate(option, train, val_ids):
-        values, _ = solve(R, v, kernels[option.k1], option, np.random.default_rng(0), pma_map,
-                          start=starts.get(id(option)))
+        values, _ = solve(R, v, kernels[option.k1], option, np.random.default_rng(0), pma_map)
         completions[id(option)] = values
-        return loss(values)
+        return holdout_loss(values[rows[val], cols[val]] + mu[cols[val]], truth, kind)
 
     choice = select(options, evaluate, ids, progress=progress)
     chosen = completions.get(id(choice.best))
-    return choice, screened, (None if chosen is None else chosen + mu[None, :])
+    return choice, None, (None if chosen is None else chosen + mu[None, :])
 
 
 def run_missing(split, params, ctx, single: bool, pma_map, path=None):
@@ -224,7 +302,7 @@ def run_missing(split, params, ctx, single: bool, pma_map, path=None):
         choice, screened, inner = choose(params, data.M, kernels, kind, ctx.rng, pma_map, path=path,
                                          progress=lambda f: ctx.progress(0.9 * f,
                                                                          "inner holdout over the kernel and the noise"))
-        if screened is not None:  # the chosen setting's inner fixed point, recentred: the outer fit's warm start
+        if inner is not None:  # the chosen setting's inner fixed point, recentred: the outer fit's warm start
             start = inner - mu[None, :]
         params = choice.best
         diagnostics.update(choice.diagnostics())
