@@ -184,12 +184,8 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, 
         if scale is None:  # the rows left are exactly 0 (or below float64's range of the largest)
             break
 
-        S_BB.data *= -alpha  # −αS_BB: one pass less per product
-
-        def operator(P, M=S_BB):
-            AP = M @ P
-            AP += P
-            return AP
+        S_BB.data *= alpha  # αS_BB, the operator I − αS_BB applied in place (`solvers.ShiftedAdjacency`)
+        vB = v[band]
 
         def report(it, residual, goal, stage=stages, done=int(resolved.sum()), size=band.size):
             if progress is not None:
@@ -197,12 +193,13 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, 
                                            f"{residual:.1e} (goal {goal:.1e}); {done:,}/{n:,} rows resolved")
 
         goal = stage_rtol * float(np.linalg.norm(b, axis=0).max())
-        cg = solvers.Chebyshev(operator, 1 - alpha, 1 + alpha, atol=goal, callback=report)
+        settled = None if layer.size else _all_resolved(vB, alpha, resolution)
+        cg = solvers.Chebyshev(solvers.ShiftedAdjacency(S_BB), 1 - alpha, 1 + alpha, atol=goal, callback=report,
+                               settled=settled)
         x0 = _warm_start(band, *previous, scale)
         X = cg.solve(b, x0)
         iterations += cg.iterations
         row_iterations += cg.iterations * band.size
-        vB = v[band]
         band_residual = residual = float(np.max(_residual_bound(S_BB, b, X) / vB[:, None]))
         if layer.size:  # x̃ extended by 0: the rows just outside the band get the residual α S_FB x̃_B
             truncated += 1
@@ -343,10 +340,45 @@ def _next_hops(level, height, residual, leak, hops) -> int:
 
 
 def _residual_bound(M, b, X) -> np.ndarray:
-    """|b − (I + M) X| entrywise for M = −αS_BB ≤ 0, plus a bound on the rounding of its evaluation in
-    float64 (γ(|b| + |X| + |M||X|), γ = (longest row + 3)·ε, the error bound of a dot product)."""
+    """|b − (I − M) X| entrywise for M = αS_BB ≥ 0, plus a bound on the rounding of its evaluation in
+    float64 (γ(|b| + |X| + M|X|), γ = (longest row + 3)·ε, the error bound of a dot product)."""
     absX = np.abs(X)
-    r = np.abs(b - X - M @ X)
+    r = np.abs(b - X + M @ X)
     gamma = (np.diff(M.indptr).max(initial=0) + 3) * np.finfo(float).eps
-    r += gamma * (np.abs(b) + absX - M @ absX)
+    r += gamma * (np.abs(b) + absX + M @ absX)
     return r
+
+
+SETTLE_MARGIN = 2.0
+"""`_all_resolved` stops the iteration once every row would be resolved at this many times the error
+estimated from the iteration's own residual (the recurrence's, not the recomputed one the stage then
+bounds with: a row they disagree on is resolved by the next stage instead)."""
+
+
+def _all_resolved(v, alpha, resolution):
+    """A `solvers.Chebyshev` ``settled`` test for a band with no layer (every unresolved row in it): True once
+    every row's largest entry x is at least v_i·e/δ, e = SETTLE_MARGIN·max_j(|r_j|/v_j)/(1 − α) from the
+    residual R. Rows that passed are not checked again; the row that failed last with the smallest x/v
+    is checked first against a lower bound of e (largest column norm / √n · min 1/v), so a check that is
+    bound to fail costs O(C), the others O(n C)."""
+    inv_v = 1.0 / v
+    factor = SETTLE_MARGIN / ((1 - alpha) * resolution)
+    low = float(inv_v.min()) * factor / np.sqrt(v.size)
+    state = {"pending": None, "row": None}
+
+    def settled(X, R, residual) -> bool:
+        row = state["row"]
+        if row is not None and X[row].max() < v[row] * residual * low:
+            return False
+        level = float((np.abs(R).max(axis=1) * inv_v).max()) * factor
+        pending = state["pending"]
+        top = X.max(axis=1) if pending is None else X[pending].max(axis=1)
+        short = top < (v if pending is None else v[pending]) * level
+        pending = np.flatnonzero(short) if pending is None else pending[short]
+        if not pending.size:
+            return True
+        state["pending"] = pending
+        state["row"] = pending[np.argmin(top[short] * inv_v[pending])]
+        return False
+
+    return settled
