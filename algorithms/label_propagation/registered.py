@@ -228,13 +228,18 @@ class LGC(_GraphAlgorithm):
     name = "lgc"
     Params = AlphaParams
     own_grids = ("alpha",)
-    version = "5"
+    version = "6"
     """3: from 2,000 points the scores of rows far from the labels are resolved (magnitude stages,
     `resolved`) instead of left below one CG solve's error (relative residual 1e-8); fewer points:
     unchanged (sparse LU). 4: each stage solves a band of rows near the resolved ones instead of all
     the rest (scores differ within the same error bound; decisions the same wherever no row is
     uncertain). 5: the stages solve by Chebyshev semi-iteration on [1 − α, 1 + α] instead of CG (the
-    same residual goal; scores differ within the same bound; ``cg_iterations`` counts its iterations)."""
+    same residual goal; scores differ within the same bound; ``cg_iterations`` counts its iterations).
+    6: each stage resolves a row at δ = 1e-3 of its largest score instead of 1e-6 (`resolved.RESOLUTION`;
+    after K stages every score within K·1e-3 of its row's sum), and a band holding every unresolved row
+    stops iterating once all its rows are resolved; from 30,000 rows only is the graph put in reverse
+    Cuthill–McKee order first (`methods.LGC_LOCALITY_MIN_ROWS`). Swiss roll, 50 labels, k = 10: the same
+    decisions at 10⁴ and 10⁵ points; 10⁴ points 0.036 → 0.026 s, 10⁵ 0.51 → 0.44 s (one thread)."""
 
     def scores(self, W, nbrs, Xs, lab, y_l, C, params, diag, ctx):
         return m.lgc_solution(W, lab, m.one_hot(y_l, C), params.alpha).scores
