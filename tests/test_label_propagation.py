@@ -727,3 +727,40 @@ def test_lgc_and_gf_report_cg_iterations_and_residuals_as_progress():
         assert all(0 <= f <= 1 for f in fractions) and fractions == sorted(fractions)
         every = solvers.CHEBYSHEV_CHECK if name == "lgc" else 1  # lgc's stages report at each residual check
         assert pred.diagnostics["cg_iterations"] == every * len(iterations)
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.9, 0.99])
+def test_lgc_held_out_decisions_are_the_direct_solves(alpha):
+    """Inner CV reads only the held-out rows' decisions (`resolved.decide_rows`, stopped once each is
+    certified by its error bound; `methods.HeldOutLGC` for every split): on a 2,500-point swiss roll
+    (iterative path) with 40 labelled points in 4 folds they equal a sparse LU's argmax of
+    (I − αS)⁻¹Y_T on those rows, and `lgc_solution`'s labels there. Reference: SuperLU
+    (scipy.sparse.linalg.spsolve) on I − αS."""
+    import scipy.sparse.linalg as spla
+    from sklearn.datasets import make_swiss_roll
+
+    from malt.numerics.graphs import normalized_adjacency
+
+    n = 2500
+    X, t = make_swiss_roll(n, noise=0.05, random_state=3)
+    y = (t > np.median(t)).astype(int) + 2 * (X[:, 1] > np.median(X[:, 1]))
+    lab = np.sort(np.random.default_rng(3).choice(n, 40, replace=False))
+    W = knn_graph(X, GraphSpec(k=8))
+    Yl = m.one_hot(y[lab], 4)
+    A = sp.csc_matrix(sp.identity(n) - alpha * normalized_adjacency(W))
+    held = m.HeldOutLGC(W, lab, alpha)
+    ids = np.arange(lab.size) % 4
+    certified = 0
+    for f in range(4):
+        train, val = np.flatnonzero(ids != f), np.flatnonzero(ids == f)
+        B = np.zeros((n, 4))
+        B[lab[train]] = Yl[train]
+        exact = spla.spsolve(A, B)[lab[val]].argmax(1)
+        np.testing.assert_array_equal(held.held_out(train, val, Yl[train]).argmax(1), exact)
+        np.testing.assert_array_equal(m.lgc_solution(W, lab[train], Yl[train], alpha).labels[lab[val]], exact)
+        d = np.asarray(W.sum(1)).ravel()
+        direct = resolved.decide_rows(normalized_adjacency(W), alpha, B, np.sqrt(d), lab[val])
+        if direct is not None:
+            certified += 1
+            np.testing.assert_array_equal(direct.argmax(1), exact)
+    assert certified >= 3  # the short path, not only its fallback
