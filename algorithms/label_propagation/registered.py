@@ -223,7 +223,10 @@ class AlphaParams(GraphParams):
 class LGC(_GraphAlgorithm):
     """Local and global consistency (Zhou et al. 2004): F = (1−α)(I − αS)⁻¹Y (eq. 3.15), every row
     resolved however far its scores have decayed (`methods.lgc_solution`); the labels come from each
-    row's own scale, so a row whose scores underflow float64 is still decided."""
+    row's own scale, so a row whose scores underflow float64 is still decided. With select=inner-cv each
+    inner split is solved only until every held-out row's decision is certified — its two largest scores
+    more than twice their error bound apart, the bound v_i·max_j(|r_j|/v_j)/(1 − α) from the residual r —
+    which gives the decisions of the full solve (a split that cannot be certified gets the full solve)."""
 
     name = "lgc"
     Params = AlphaParams
