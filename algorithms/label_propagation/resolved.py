@@ -24,7 +24,13 @@ Chebyshev semi-iteration (`solvers.Chebyshev`) runs on A_BB from the previous st
 absolute residual ``STAGE_RTOL``·max_c ‖b_c‖₂, on the interval [1 − α, 1 + α] that holds A_BB's
 spectrum (S_BB's lies in S's [−1, 1] by interlacing): CG's worst-case rate without CG's two inner
 products and per-column steps per iteration, vector passes that cost as much as the products at 10⁴
-swiss-roll points (CG before version 5 of lgc: 59 iterations, 0.048 s; Chebyshev 68, 0.036 s).
+swiss-roll points (CG before version 5 of lgc: 59 iterations, 0.048 s; Chebyshev 68, 0.036 s). Each
+iteration updates the residual in place (`solvers.ShiftedAdjacency`: no (|B|, C) temporary per
+product). A band with no layer (every unresolved row in it: the only stage at 10⁴ swiss-roll points,
+the last stages above) also stops as soon as every row of it would be resolved by the error its
+iteration's residual implies (`_all_resolved`, checked with the residual; the rule of the next
+paragraphs then decides, on the recomputed residual, which rows are resolved): at 10⁴ points 52
+iterations instead of the 68 that STAGE_RTOL takes.
 
 Error bound. The band's iterate x̃_B, extended by 0 on F, is an approximate solution of the whole
 Dirichlet problem on U; its residual is r_B = b_B − A_BB x̃_B on the band and r_F = αS_FB x̃_B on F
@@ -60,14 +66,15 @@ hop measured in the band), so the two are about equal, plus ``BAND_MARGIN_HOPS``
 unresolved rows as before bands: 10⁵ swiss-roll points and smaller graphs, the last stages).
 
 Cost: each stage costs its iterations on the band (one product with A_BB for all classes at once;
-κ(A_BB) ≤ (1+α)/(1−α); at α = 0.9 ~53 CG (~65 Chebyshev) iterations for stage 1, ~20 for the later ones, which start
-from the previous stage's iterate) plus a breadth-first search, one pass over the band's rows of S to
-cut out A_BB and one O(n) indicator. A band holds the rows a stage resolves (~6 orders of magnitude)
-and those ~7 orders below them that bound its error, so a row is in ~2.3 bands, whatever the number
-of stages: on the swiss roll of tests/benchmarks/bench_label_propagation_scale.py (scores fall ~0.42
-orders of magnitude per hop, up to 138 hops from a label at 10⁶ points) Σ_stages |B|·iterations is
-64 n, 69 n and 66 n at 10⁵, 3·10⁵ and 10⁶ points (3, 7 and 11 stages), where solving every stage on
-all of U cost 64 n, 80 n and 104 n (3, 6 and 11 stages: growing with their number).
+κ(A_BB) ≤ (1+α)/(1−α); at α = 0.9 ~65 Chebyshev iterations for stage 1, ~20 for the later ones, which
+start from the previous stage's iterate) plus a breadth-first search (stopped once it has reached
+``WHOLE_FRACTION`` of the unresolved rows), one pass over the band's rows of S to cut out A_BB and one
+O(n) indicator. A band holds the rows a stage resolves (~9 orders of magnitude at δ = 1e-3) and those
+~4 orders below them that bound its error. Measured with δ = 1e-6 (lgc 5) on the swiss roll of
+tests/benchmarks/bench_label_propagation_scale.py (scores fall ~0.42 orders of magnitude per hop, up to
+138 hops from a label at 10⁶ points): Σ_stages |B|·iterations 64 n, 69 n and 66 n at 10⁵, 3·10⁵ and
+10⁶ points (3, 7 and 11 stages), where solving every stage on all of U cost 64 n, 80 n and 104 n;
+with δ = 1e-3 (lgc 6) 52 n at 10⁴ (1 stage, 68 n before) and 70 n at 10⁵ (2 stages, 78 n before).
 """
 from __future__ import annotations
 
@@ -78,8 +85,13 @@ import scipy.sparse as sp
 
 from . import solvers
 
-RESOLUTION = 1e-6
-"""δ: a stage resolves a row once the bound on its entries' error is at most δ × its largest score."""
+RESOLUTION = 1e-3
+"""δ: a stage resolves a row once the bound on its entries' error is at most δ × its largest score.
+1e-3 from lgc 6 (1e-6 before): 3 orders of magnitude more per stage for a bound of K·1e-3 of each
+row's score sum after K stages. Swiss roll, 50 labels, k = 10: the same decisions as δ = 1e-6 at 10⁴
+and 10⁵ points (uncertain rows 0 → 4 and 0 → 15, every one decided as the exact solution decides it),
+16 (10⁴) and 10 % (10⁵) fewer row-iterations; the 3,000-point strip of the tests: 33 uncertain rows,
+0 decisions off a sparse LU's."""
 STAGE_RTOL = 1e-13
 """Each stage's iteration stops at an absolute residual of STAGE_RTOL × its largest right-hand-side column
 norm (near the rounding floor of float64: the smaller, the more orders of magnitude a stage resolves)."""
@@ -168,28 +180,24 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, 
     previous = (np.zeros(0, dtype=np.int64), np.zeros((0, C)), 0.0)  # the last solve's unresolved rows, iterate, scale
     visited = np.zeros(n, bool)  # scratch of the breadth-first search: resolved rows and the band so far
     stamp = np.zeros(n, dtype=np.int64)
-    seeds = np.flatnonzero(B.any(axis=1))
+    seeds = np.flatnonzero(row_max(np.abs(B)) > 0)
     hops = int(first_hops) if first_hops is not None else int(np.ceil(FIRST_BAND_HOPS * np.sqrt(0.1 / (1 - alpha))))
     stages = iterations = row_iterations = truncated = solves = 0
     while seeds.size:
         if solves >= MAX_SOLVES:
             raise solvers.SolveError(f"the LGC solve did not resolve every row in {MAX_SOLVES} solves")
         solves += 1
-        band, level = _band(S, seeds, hops, visited, stamp)
         left = n - int(np.count_nonzero(resolved))
-        if band.size >= WHOLE_FRACTION * left:  # nearly all that is left: all of it, no layer to leak into
+        band, level = _band(S, seeds, hops, visited, stamp, whole=WHOLE_FRACTION * left)
+        if band is None:  # nearly all that is left: all of it, no layer to leak into
             band = np.flatnonzero(~resolved)
         S_BB, boundary, layer, coupling = _band_system(S, band, resolved)
         b, scale = _band_rhs(alpha, B[band], S, band, seeds, resolved, mantissa, log_scale)
         if scale is None:  # the rows left are exactly 0 (or below float64's range of the largest)
             break
 
-        S_BB.data *= -alpha  # −αS_BB: one pass less per product
-
-        def operator(P, M=S_BB):
-            AP = M @ P
-            AP += P
-            return AP
+        S_BB.data *= alpha  # αS_BB, the operator I − αS_BB applied in place (`solvers.ShiftedAdjacency`)
+        vB = v[band]
 
         def report(it, residual, goal, stage=stages, done=int(resolved.sum()), size=band.size):
             if progress is not None:
@@ -197,12 +205,13 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, 
                                            f"{residual:.1e} (goal {goal:.1e}); {done:,}/{n:,} rows resolved")
 
         goal = stage_rtol * float(np.linalg.norm(b, axis=0).max())
-        cg = solvers.Chebyshev(operator, 1 - alpha, 1 + alpha, atol=goal, callback=report)
+        settled = None if layer.size else _all_resolved(vB, alpha, resolution)
+        cg = solvers.Chebyshev(solvers.ShiftedAdjacency(S_BB), 1 - alpha, 1 + alpha, atol=goal, callback=report,
+                               settled=settled)
         x0 = _warm_start(band, *previous, scale)
         X = cg.solve(b, x0)
         iterations += cg.iterations
         row_iterations += cg.iterations * band.size
-        vB = v[band]
         band_residual = residual = float(np.max(_residual_bound(S_BB, b, X) / vB[:, None]))
         if layer.size:  # x̃ extended by 0: the rows just outside the band get the residual α S_FB x̃_B
             truncated += 1
@@ -211,7 +220,7 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, 
             leak_h = float(np.max(leak / v[layer][:, None]))
             residual = max(residual, leak_h)
         error = residual / (1 - alpha)
-        top = X.max(axis=1)
+        top = row_max(X)
         done = top >= vB * error / resolution
         if not done.any():
             if not layer.size:
@@ -224,7 +233,8 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, 
         rows = band[done]
         mantissa[rows], log_scale[rows], resolved[rows], visited[rows] = X[done], scale, True, True
         previous = (band[~done], X[~done], scale)
-        seeds = np.union1d(seeds[~resolved[seeds]], _unresolved_neighbours(S, rows, resolved))
+        seeds = (np.zeros(0, dtype=np.int64) if resolved.all()
+                 else np.union1d(seeds[~resolved[seeds]], _unresolved_neighbours(S, rows, resolved)))
         if layer.size:
             hops = _next_hops(level, top / vB, band_residual, leak_h, hops)
         stages += 1
@@ -232,6 +242,15 @@ def resolve(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, 
         progress(1.0, f"{stages} stages, {iterations} Chebyshev iterations")
     return ResolvedScores(mantissa, log_scale, stages, iterations, stages * resolution / (1 - resolution),
                           row_iterations, truncated)
+
+
+def row_max(X: np.ndarray, absolute: bool = False) -> np.ndarray:
+    """max_c X_ic (or max_c |X_ic|) of every row of an (n, C) block, one column at a time: numpy's
+    ``X.max(axis=1)`` over a short row is ~10× slower (0.86 against 0.08 ms at 10⁴ × 4). O(nC)."""
+    out = np.abs(X[:, 0]) if absolute else X[:, 0].copy()
+    for j in range(1, X.shape[1]):
+        np.maximum(out, np.abs(X[:, j]) if absolute else X[:, j], out=out)
+    return out
 
 
 def _warm_start(band, rows, X, scale, new_scale):
@@ -250,13 +269,17 @@ def _unresolved_neighbours(S, rows, resolved) -> np.ndarray:
     return np.unique(cols[~resolved[cols]])
 
 
-def _band(S, seeds, hops, visited, stamp):
+def _band(S, seeds, hops, visited, stamp, whole=np.inf):
     """The unresolved rows within ``hops`` steps of ``seeds`` through unresolved rows (sorted) and their
-    distance in steps. ``visited`` : (n,) True on the resolved rows, ``stamp`` : (n,) int; both scratch
-    (``visited`` is left as it was). Cost O(nnz of the band's rows)."""
+    distance in steps; (None, None) as soon as the search has reached ``whole`` rows (the caller then
+    takes every unresolved row). ``visited`` : (n,) True on the resolved rows, ``stamp`` : (n,) int; both
+    scratch (``visited`` is left as it was). Cost O(nnz of the band's rows)."""
     visited[seeds] = True
     parts, frontier = [seeds], seeds
+    reached = seeds.size
     for _ in range(hops):
+        if reached >= whole:
+            break
         starts = S.indptr[frontier]
         counts = S.indptr[frontier + 1] - starts
         entries = np.repeat(starts - (np.cumsum(counts) - counts), counts)
@@ -270,6 +293,11 @@ def _band(S, seeds, hops, visited, stamp):
         stamp[cols] = first  # one of the positions of each row wins: the rows without repeats
         frontier = cols[stamp[cols] == first]
         parts.append(frontier)
+        reached += frontier.size
+    if reached >= whole:
+        for part in parts:
+            visited[part] = False
+        return None, None
     band = np.concatenate(parts)
     visited[band] = False
     distance = np.repeat(np.arange(len(parts)), [part.size for part in parts])
@@ -343,10 +371,102 @@ def _next_hops(level, height, residual, leak, hops) -> int:
 
 
 def _residual_bound(M, b, X) -> np.ndarray:
-    """|b − (I + M) X| entrywise for M = −αS_BB ≤ 0, plus a bound on the rounding of its evaluation in
-    float64 (γ(|b| + |X| + |M||X|), γ = (longest row + 3)·ε, the error bound of a dot product)."""
-    absX = np.abs(X)
-    r = np.abs(b - X - M @ X)
+    """|b − (I − M) X| entrywise for M = αS_BB ≥ 0, plus a bound on the rounding of its evaluation in
+    float64 (γ(|b| + |X| + M|X|), γ = (longest row + 3)·ε, the error bound of a dot product)."""
+    MX = M @ X
+    r = np.abs(b - X + MX)
     gamma = (np.diff(M.indptr).max(initial=0) + 3) * np.finfo(float).eps
-    r += gamma * (np.abs(b) + absX - M @ absX)
+    nonnegative = bool(np.all(X >= 0))  # the exact solution is (A⁻¹ ≥ 0, b ≥ 0): then M|X| = MX
+    r += gamma * (np.abs(b) + np.abs(X) + (MX if nonnegative else M @ np.abs(X)))
     return r
+
+
+SETTLE_MARGIN = 2.0
+"""`_all_resolved` stops the iteration once every row would be resolved at this many times the error
+estimated from the iteration's own residual (the recurrence's, not the recomputed one the stage then
+bounds with: a row they disagree on is resolved by the next stage instead)."""
+
+
+def _all_resolved(v, alpha, resolution):
+    """A `solvers.Chebyshev` ``settled`` test for a band with no layer (every unresolved row in it): True once
+    every row's largest entry x is at least v_i·e/δ, e = SETTLE_MARGIN·max_j(|r_j|/v_j)/(1 − α) from the
+    residual R. Rows that passed are not checked again. A check first tries, in O(C), the row that failed
+    last with the smallest x/v against lower bounds of e (the largest column norm / √n · min 1/v, and
+    |r_j|/v_j at that row and at the row of the last largest one), so most checks bound to fail cost
+    O(C), the others O(n C)."""
+    inv_v = 1.0 / v
+    factor = SETTLE_MARGIN / ((1 - alpha) * resolution)
+    low = float(inv_v.min()) / np.sqrt(v.size)
+    state = {"pending": None, "row": None, "peak": None}
+
+    def settled(X, R, residual) -> bool:
+        row, peak = state["row"], state["peak"]
+        if row is not None:
+            bound = max(residual * low, np.abs(R[row]).max() * inv_v[row], np.abs(R[peak]).max() * inv_v[peak])
+            if X[row].max() < v[row] * bound * factor:
+                return False
+        scaled = row_max(R, absolute=True)
+        scaled *= inv_v
+        state["peak"] = peak = int(np.argmax(scaled))
+        level = float(scaled[peak]) * factor
+        pending = state["pending"]
+        top = row_max(X if pending is None else X[pending])
+        short = top < (v if pending is None else v[pending]) * level
+        pending = np.flatnonzero(short) if pending is None else pending[short]
+        if not pending.size:
+            return True
+        state["pending"] = pending
+        state["row"] = pending[np.argmin(top[short] * inv_v[pending])]
+        return False
+
+    return settled
+
+
+def two_largest(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The largest and second largest entry of every row of an (m, C) block, C ≥ 2. O(mC)."""
+    part = np.partition(X, X.shape[1] - 2, axis=1)
+    return part[:, -1], part[:, -2]
+
+
+def decide_rows(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, rows: np.ndarray, *,
+                operator=None, stage_rtol: float = STAGE_RTOL) -> np.ndarray | None:
+    """The argmax decisions of ``rows`` only: X[rows] (|rows|, C) of an approximate solution of
+    (I − αS) X = B whose every one of these rows has the class of the exact solution, or None when one
+    Chebyshev run down to ``stage_rtol`` cannot certify them all (the caller then runs `resolve`).
+
+    Certified: a row whose two largest entries differ by more than twice its error bound
+    e_i = v_i·max_j(|r_j|/v_j)/(1 − α) (the bound of the module docstring with no band: r the residual
+    recomputed with its rounding, `_residual_bound`), so no entry can overtake its largest. The
+    iteration stops at the first check (`solvers.CHEBYSHEV_CHECK` iterations) at which every row would be
+    certified by SETTLE_MARGIN × the error its recurrence residual implies: inner cross-validation reads
+    the decisions of ~ℓ/folds held-out rows, which settle long before every row of the graph is resolved
+    (swiss roll, 10⁴ points, 10 held-out rows: ~20 iterations of the 52 `resolve` takes, α = 0.9).
+
+    S, alpha, B, weights : as `resolve` (B ≥ 0); rows : (m,) row ids; operator : the
+    `solvers.ShiftedAdjacency` of αS, if the caller keeps one for several right-hand sides.
+    """
+    if B.shape[1] < 2:
+        return np.ones((rows.size, B.shape[1]))
+    v = np.asarray(weights, dtype=float)
+    inv_v = 1.0 / v
+    if operator is None:
+        M = sp.csr_matrix(S, dtype=float, copy=True)
+        M.data *= alpha
+        operator = solvers.ShiftedAdjacency(M)
+    factor = SETTLE_MARGIN / (1 - alpha)
+    rows = np.asarray(rows)
+
+    def settled(X, R, residual) -> bool:
+        level = float((row_max(R, absolute=True) * inv_v).max()) * factor
+        first, second = two_largest(X[rows])
+        return bool(np.all(first - second > 2 * v[rows] * level))
+
+    goal = stage_rtol * float(np.linalg.norm(B, axis=0).max())
+    if not goal > 0:
+        return None
+    X = solvers.Chebyshev(operator, 1 - alpha, 1 + alpha, atol=goal, settled=settled).solve(B)
+    level = float(np.max(row_max(_residual_bound(operator.S, B, X)) * inv_v)) / (1 - alpha)
+    first, second = two_largest(X[rows])
+    if not np.all(first - second > 2 * v[rows] * level):
+        return None
+    return X[rows]

@@ -247,6 +247,41 @@ CHEBYSHEV_CHECK = 4
 """Iterations of `Chebyshev` between two residual checks (each check is one inner product per column)."""
 
 
+def accumulate_product(A: sp.csr_matrix, X: np.ndarray, Y: np.ndarray) -> None:
+    """Y += A X in place for a CSR A (m, n) and C-contiguous float64 blocks X (n, c), Y (m, c): scipy's own
+    kernel writing into Y (``A @ X`` allocates its (m, c) result, at 10⁵ rows a fresh 3 MB block, and page
+    faults, per product); the public ``Y += A @ X`` when that kernel is not there. O(nnz · c)."""
+    if _csr_matvecs is None or A.dtype != np.float64 or not (X.flags.c_contiguous and Y.flags.c_contiguous):
+        Y += A @ X
+        return
+    X2, Y2 = X.reshape(X.shape[0], -1), Y.reshape(Y.shape[0], -1)
+    _csr_matvecs(A.shape[0], A.shape[1], X2.shape[1], A.indptr, A.indices, A.data, X2.ravel(), Y2.ravel())
+
+
+try:  # scipy's CSR × dense-block kernel (Y += A X): private, so optional
+    from scipy.sparse._sparsetools import csr_matvecs as _csr_matvecs
+except ImportError:  # pragma: no cover - another scipy
+    _csr_matvecs = None
+
+
+class ShiftedAdjacency:
+    """The operator A = I − αS for a sparse symmetric S ≥ 0, given as the CSR matrix αS, applied without
+    forming A: ``A @ P`` (a new
+    block) and ``subtract_product(R, P)``, R −= A P in place (R −= P, then R += αS P by
+    `accumulate_product`: two passes over R, no temporary)."""
+
+    def __init__(self, alpha_S: sp.csr_matrix):
+        self.S = alpha_S  # αS, scaled by the caller (no copy here)
+        self.shape = alpha_S.shape
+
+    def __matmul__(self, P: np.ndarray) -> np.ndarray:
+        return P - self.S @ P
+
+    def subtract_product(self, R: np.ndarray, P: np.ndarray) -> None:
+        R -= P
+        accumulate_product(self.S, P, R)
+
+
 class Chebyshev:
     """Chebyshev semi-iteration (Golub & Varga 1961; Saad 2003, Alg. 12.1) for an SPD A whose
     spectrum is known to lie in [lower, upper], on all columns of B at once.
@@ -258,30 +293,40 @@ class Chebyshev:
     CG beats only when the spectrum clusters. LGC's I − αS has its spectrum in [1 − α, 1 + α] (S's in
     [−1, 1], and any principal submatrix's too, by interlacing), so the bound is exact there.
 
-    A : a function P ↦ A P on (n, c) blocks, or a sparse matrix; atol : stop once every column's
-    residual ‖b − A x‖₂ ≤ atol; callback(iteration, largest residual, goal) at every check.
+    A : a function P ↦ A P on (n, c) blocks, a sparse matrix, or an object with ``@`` and
+    ``subtract_product(R, P)`` (R −= A P in place: `ShiftedAdjacency`, no temporary per iteration);
+    atol : stop once every column's residual ‖b − A x‖₂ ≤ atol; settled : optionally, a function
+    (X, R, residual) ↦ bool asked at every check (residual: the largest column norm of R), True to stop there (the caller's own goal reached before atol's:
+    `resolved`'s "every row resolved"); callback(iteration, largest residual, goal) at every check.
     """
 
-    def __init__(self, A, lower: float, upper: float, *, atol: float, maxiter: int = CG_MAXITER, callback=None):
+    def __init__(self, A, lower: float, upper: float, *, atol: float, maxiter: int = CG_MAXITER, callback=None,
+                 settled=None):
         if not 0 < lower < upper:
             raise ValueError(f"Chebyshev needs 0 < lower < upper, got [{lower}, {upper}]")
-        self.matvec = A if callable(A) and not sp.issparse(A) else sp.csr_matrix(A).__matmul__
+        if hasattr(A, "subtract_product"):
+            self.matvec, self.subtract = A.__matmul__, A.subtract_product
+        else:
+            self.matvec = A if callable(A) and not sp.issparse(A) else sp.csr_matrix(A).__matmul__
+            self.subtract = None
         self.lower, self.upper, self.atol, self.maxiter, self.callback = lower, upper, atol, maxiter, callback
+        self.settled = settled
         self.iterations = 0
 
     def solve(self, B: np.ndarray, x0: np.ndarray | None = None) -> np.ndarray:
-        """A⁻¹B to the residual ``atol``, from X = 0 or from the guess ``x0`` (the shape of B)."""
+        """A⁻¹B to the residual ``atol`` (or until ``settled``), from X = 0 or from the guess ``x0``."""
         B = np.asarray(B, dtype=float)
         X = np.zeros_like(B) if x0 is None else np.array(x0, dtype=float).reshape(B.shape)
-        R = B.copy() if x0 is None else B - self.matvec(X)
+        R = np.array(B, order="C") if x0 is None else np.ascontiguousarray(B - self.matvec(X))
         theta, delta = (self.upper + self.lower) / 2, (self.upper - self.lower) / 2
         sigma = theta / delta
         rho = 1.0 / sigma
         goal = self.atol ** 2
         worst = float(np.max(_dots(R, R), initial=0.0))
         it = 0
-        if worst > goal:
+        if worst > goal and not (self.settled is not None and self.settled(X, R, np.sqrt(worst))):
             D = R / theta
+            scratch = np.empty_like(D)
             while True:
                 if it >= self.maxiter:
                     raise SolveError(f"Chebyshev iteration did not reach residual {self.atol:g} in {self.maxiter} "
@@ -289,16 +334,19 @@ class Chebyshev:
                                      f"[{self.lower:g}, {self.upper:g}]")
                 it += 1
                 X += D
-                R -= self.matvec(D)
+                if self.subtract is not None:
+                    self.subtract(R, D)
+                else:
+                    R -= self.matvec(D)
                 if it % CHEBYSHEV_CHECK == 0:
                     worst = float(np.max(_dots(R, R)))
                     if self.callback is not None:
                         self.callback(it, np.sqrt(worst), self.atol)
-                    if worst <= goal:
+                    if worst <= goal or (self.settled is not None and self.settled(X, R, np.sqrt(worst))):
                         break
                 rho_next = 1.0 / (2.0 * sigma - rho)
                 D *= rho_next * rho
-                D += (2.0 * rho_next / delta) * R
+                D += np.multiply(R, 2.0 * rho_next / delta, out=scratch)
                 rho = rho_next
         self.iterations = max(self.iterations, it)
         return X
