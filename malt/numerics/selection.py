@@ -201,3 +201,39 @@ def select(options: Sequence[Params], evaluate: Callable[[Params, np.ndarray, np
     varied = tuple(name for name in options[0].names()
                    if len({repr(getattr(o, name)) for o in options}) > 1)
     return Selection(options[best], scores, list(options), varied, better, se, rule)
+
+
+def halving(n_options: int, score: Callable[[list[int], np.ndarray, np.ndarray], Sequence[float]],
+            fold_ids: np.ndarray, rng: np.random.Generator, eta: int = 3, better: str = "lower") -> list[int]:
+    """The candidates (indices 0..n_options-1, in order) that successive halving (Jamieson & Talwalkar 2016)
+    sends on to the full inner cross-validation, whose rule (`select`) then chooses among them.
+
+    Two rungs on the first fold of the first partition of ``fold_ids`` (as `select` takes them): rung 0
+    fits every candidate on a random 1/eta of that fold's training rows, rung 1 the best ⌈n/eta⌉ of them on
+    all its training rows; the best ⌈·/eta⌉ of rung 1 are returned. Both rungs validate on the fold's
+    whole validation part (rung 0's subsample shrinks the fits, not the noise of their scores). A rung
+    that would keep every candidate is skipped; eta = 1 keeps all.
+
+    score(which, train, val) : (len(which),) losses (``better='lower'``) or scores of the candidates
+        ``which`` fit on ``train`` and scored on ``val`` (indices into the caller's training part); a
+        caller that caches rung 1's fits reuses them in the full cross-validation (same fold).
+
+    Ties keep the earlier candidate (the caller's order, strongest regulariser first). NaN ranks worst.
+    Cost: n fits on 1/eta of a fold's rows (a kernel SVM: about n/eta² full fits) + ⌈n/eta⌉ full fits.
+    """
+    kept = list(range(n_options))
+    if eta <= 1 or n_options <= 1:
+        return kept
+    ids = np.atleast_2d(fold_ids)[0]
+    first = np.unique(ids[ids >= 0])[0]
+    train, val = np.flatnonzero(ids != first), np.flatnonzero(ids == first)
+    sub = np.sort(rng.choice(train, max(1, int(np.ceil(train.size / eta))), replace=False))
+    sign = 1.0 if better == "lower" else -1.0
+    for rows in (sub, train):
+        keep = int(np.ceil(len(kept) / eta))
+        if keep >= len(kept):
+            continue
+        values = sign * np.asarray(score(kept, rows, val), dtype=float)
+        order = np.argsort(np.where(np.isnan(values), np.inf, values), kind="stable")
+        kept = sorted(kept[i] for i in order[:keep])
+    return kept
