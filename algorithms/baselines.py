@@ -496,6 +496,8 @@ class MLSVM(Algorithm):
                                     ctx.rng, label_ranking_loss,
                                     progress=lambda f: ctx.progress(f, "inner CV over kernel, C, γ"),
                                     families=[options[i].kernel for i in kept], fold_ids=ids)
+            # what varies among all candidates, not only the survivors (a floor reruns the whole choice)
+            choice.varied = tuple(n for n in options[0].names() if len({repr(getattr(o, n)) for o in options}) > 1)
             params, diagnostics, oof = choice.best, choice.diagnostics(), choice.out_of_fold
             diagnostics["inner_cv_screened"] = len(options) - len(kept)
         gamma = rbf_gamma(X_train, params.gamma_scale)
