@@ -259,3 +259,52 @@ def test_svm_margins_with_one_shared_kernel_matrix_are_sklearns_own_svc(kernel):
     for o, G in zip(options, grouped):
         np.testing.assert_allclose(G, svm_margins(X, Y, Xt, (o.C,), "rbf", rbf_gamma(X, o.gamma_scale))[0],
                                    atol=1e-12)
+
+
+def test_mlsvm_halving_and_choice_are_a_hand_written_successive_halving():
+    """mlsvm's default selection against one written out with scikit-learn's own SVMs (SVC computing its RBF
+    kernel, LinearSVC) and ranking loss: the run's folds (its rng: label-stratified, repeated), rung 0 every
+    candidate fit on a random third of the first fold's training rows, rung 1 the best 4 on all of them, the
+    best 2 through every fold, the one-SE rule within the best mean's kernel."""
+    from sklearn.metrics import label_ranking_loss
+    from sklearn.svm import SVC, LinearSVC
+
+    from malt.algorithms.baselines import LINEAR_INTERCEPT_SCALING, MLSVM, MLSVMParams
+    from malt.numerics.selection import repeated_fold_ids
+
+    X_all, Y_all = _data(n=200, d=5, L=3, seed=21)
+    Y_all = np.where(np.random.default_rng(2).random(Y_all.shape) < 0.15, 1 - Y_all, Y_all)
+    X, Y = X_all[:150], Y_all[:150]
+    params = MLSVMParams(scale=False)
+    cands = [("linear", C, None) for C in params.linear_C_grid]
+    cands += [("rbf", C, g) for C in params.C_grid for g in params.gamma_scale_grid]  # C outer (grid order)
+
+    def loss(c, tr, va):
+        kernel, C, g = c
+        M = np.empty((va.size, Y.shape[1]))
+        for j in range(Y.shape[1]):
+            if kernel == "linear":
+                model = LinearSVC(C=C, dual=False, intercept_scaling=LINEAR_INTERCEPT_SCALING, tol=1e-6)
+            else:
+                model = SVC(C=C, kernel="rbf", gamma=g / (X.shape[1] * X[tr].var()))
+            M[:, j] = model.fit(X[tr], Y[tr, j].astype(int)).decision_function(X[va])
+        return label_ranking_loss(Y[va].astype(int), M)
+
+    rng = np.random.default_rng(7)
+    ids = repeated_fold_ids(150, params.inner_folds, rng, strata=Y)
+    tr, va = np.flatnonzero(ids[0] != 0), np.flatnonzero(ids[0] == 0)
+    sub = np.sort(rng.choice(tr, int(np.ceil(tr.size / 3)), replace=False))
+    rung0 = sorted(np.argsort([loss(c, sub, va) for c in cands], kind="stable")[:4])
+    rung1 = [rung0[i] for i in sorted(np.argsort([loss(cands[i], tr, va) for i in rung0], kind="stable")[:2])]
+    folds = [(np.flatnonzero(p != f), np.flatnonzero(p == f)) for p in ids for f in range(3)]
+    per_fold = np.array([[loss(cands[i], t, v) for t, v in folds] for i in rung1])
+    mean = (per_fold * [v.size for _, v in folds]).sum(1) / sum(v.size for _, v in folds)
+    best = int(np.argmin(mean))
+    se = per_fold[best].std(ddof=1) / np.sqrt(len(folds))
+    pick = next(i for i in range(2) if cands[rung1[i]][0] == cands[rung1[best]][0] and mean[i] <= mean[best] + se)
+    kernel, C, g = cands[rung1[pick]]
+
+    p = MLSVM().run(_split(X_all, Y_all, 150), params, Context.for_arrays(X_all, seed=7))
+    assert p.diagnostics["inner_cv_screened"] == 10
+    assert p.diagnostics["selected"] == {"C": C, "kernel": kernel, "gamma_scale": 1.0 if g is None else g}
+    np.testing.assert_allclose(p.diagnostics["inner_cv_score"], mean.min(), rtol=1e-9)
