@@ -7,8 +7,9 @@ inner cross-validation on the training rows (`malt.numerics.selection`; 3 folds,
 tune every method), the folds stratified by labels and repeated on small training parts, near-ties
 going to the stronger regulariser (one-standard-error rule); MLSVM first screens its kernel × C × γ
 candidates by successive halving on the first inner fold (`malt.numerics.selection.halving`: a third of
-them on a third of its rows, then a third of those on all of them), so only two go through every fold. The criterion is the learner's own loss
-on the held-out label entries, binary log-loss, for the probabilistic models (a proper scoring rule);
+them on a third of its rows, then a third of those on all of them), so only two go through every fold.
+The criterion is the learner's own loss on the held-out label entries, binary log-loss, for the
+probabilistic models (a proper scoring rule);
 the SVM's margins are chosen by held-out ranking loss (4.17), since the shared thresholds, not the
 margin's sign, take its decisions (by hinge loss the RBF kernel won on enron and ranked its labels
 worse than the label-prior baseline), and its scores are the margins Platt-calibrated per label on
