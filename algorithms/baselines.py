@@ -331,10 +331,11 @@ class MLSVMParams(MultilabelCVParams):
                                                 active_when=When(kernel_grid=Includes("rbf")))
     scale: bool = param(True, "standardise features on the training rows")
     inner_halving: int = param(HALVING_ETA, "successive halving η before the inner CV (select=inner-cv): every "
-                               "candidate is first fit on 1/η of the first inner fold's training rows, the best 1/η "
-                               "of them (by held-out ranking loss on that fold's validation rows) on all its rows, "
-                               "and the best 1/η of those go through every inner fold, where the one-SE rule "
-                               "chooses (12 candidates: 12 -> 4 -> 2); 1: every candidate through every fold",
+                               "candidate is first fit on 1/η (at least 500) of the training rows of the first "
+                               "inner fold of each partition, the best 1/η of them (by held-out ranking loss on "
+                               "those folds' validation rows) on all their rows, and the best 1/η of those go "
+                               "through every inner fold, where the one-SE rule chooses (12 candidates: "
+                               "12 -> 4 -> 2); 1: every candidate through every fold",
                                Interval(1, None))
 
     @classmethod

@@ -84,13 +84,13 @@ def test_one_se_walks_only_the_family_of_the_best_mean():
 
 
 @pytest.mark.timeout(30)
-def test_halving_keeps_the_best_third_of_each_rung_on_the_first_fold():
+def test_halving_keeps_the_best_third_of_each_rung_on_the_first_folds():
     """Twelve candidates with hand-made losses that order them differently on a third of the rows (rung 0)
     and on all rows (rung 1): the survivors are rung 1's best ⌈⌈12/3⌉/3⌉ = 2 among rung 0's best 4, rung 0
-    fit on a random third of the first fold's training rows, both rungs validated on its whole validation
-    part; a NaN scores worst, ties keep the earlier candidate, η = 1 keeps every candidate unscored."""
-    ids = np.stack([inner_fold_ids(60, 3, np.random.default_rng(3)) for _ in range(2)])
-    first = ids[0]
+    fit on a random third of each partition's first fold's training rows, both rungs validated on its whole
+    validation part; a NaN scores worst, ties keep the earlier candidate, η = 1 keeps every candidate
+    unscored, and a training part under ``min_rows`` is not subsampled."""
+    ids = np.stack([inner_fold_ids(60, 3, np.random.default_rng(3 + r)) for r in range(2)])
     small = np.array([9, 3, 0, 8, 7, 3, 6, 1, 5, 4, np.nan, 2], float)  # rung 0's best 4: 2, 7, 11, then 1 (tie with 5)
     large = np.array([0, 5, 4, 0, 0, 0, 0, 1, 0, 0, 0, 2], float)       # among those: 7, 11
     calls = []
@@ -99,13 +99,18 @@ def test_halving_keeps_the_best_third_of_each_rung_on_the_first_fold():
         calls.append((list(which), train, val))
         return (small if train.size < 40 else large)[which]
 
-    assert halving(12, score, ids, np.random.default_rng(0)) == [7, 11]
-    (w0, t0, v0), (w1, t1, v1) = calls
-    assert w0 == list(range(12)) and w1 == [1, 2, 7, 11]
-    np.testing.assert_array_equal(v0, np.flatnonzero(first == 0))
-    np.testing.assert_array_equal(v1, v0)
-    np.testing.assert_array_equal(t1, np.flatnonzero(first != 0))
-    assert t0.size == np.ceil(t1.size / 3) and np.isin(t0, t1).all() and np.unique(t0).size == t0.size
+    assert halving(12, score, ids, np.random.default_rng(0), min_rows=0) == [7, 11]
+    assert [c[0] for c in calls] == [list(range(12))] * 2 + [[1, 2, 7, 11]] * 2
+    for r, partition in enumerate(ids):
+        (_, t0, v0), (_, t1, v1) = calls[r], calls[2 + r]
+        np.testing.assert_array_equal(v0, np.flatnonzero(partition == 0))
+        np.testing.assert_array_equal(v1, v0)
+        np.testing.assert_array_equal(t1, np.flatnonzero(partition != 0))
+        assert t0.size == np.ceil(t1.size / 3) and np.isin(t0, t1).all() and np.unique(t0).size == t0.size
     calls.clear()
     assert halving(12, score, ids, np.random.default_rng(0), eta=1) == list(range(12)) and not calls
-    assert halving(12, lambda w, t, v: small[w], ids, np.random.default_rng(0), better="higher") == [0, 3]
+    assert halving(12, lambda w, t, v: small[w], ids, np.random.default_rng(0), better="higher", min_rows=0) == [0, 3]
+    halving(12, score, ids, np.random.default_rng(0), min_rows=30)
+    assert calls[0][1].size == 30 and calls[2][1].size == 40
+    calls.clear()
+    assert halving(12, score, ids, np.random.default_rng(0)) == [0, 3]  # 40 < 500 rows: both rungs on all
