@@ -96,6 +96,16 @@ def label_ranking_loss(Y: np.ndarray, S: np.ndarray) -> float:
     return float(sklearn_ranking_loss(np.nan_to_num(Y, nan=0.0).astype(int), S))
 
 
+def row_ranking_losses(Y: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """(n,) each row's ranking loss (4.17): the share of its (relevant, irrelevant) label pairs whose
+    irrelevant label scores at least as high, 0 for a row without such pairs; an unknown entry counts as
+    not relevant. Their mean is `label_ranking_loss`. Cost O(n L²)."""
+    R = np.nan_to_num(np.asarray(Y, float), nan=0.0) > 0.5
+    wrong = ((S[:, None, :] >= S[:, :, None]) & R[:, :, None] & ~R[:, None, :]).sum(axis=(1, 2))
+    pairs = R.sum(axis=1) * (~R).sum(axis=1)
+    return np.where(pairs > 0, wrong / np.maximum(pairs, 1), 0.0)
+
+
 def hinge_loss(Y: np.ndarray, S: np.ndarray) -> float:
     """Mean hinge loss max(0, 1 − (2y−1) s) over the known entries of Y (s: SVM margins)."""
     known = ~np.isnan(Y)
@@ -499,9 +509,9 @@ class MLSVM(Algorithm):
             options = svm_options(params)
             ids = repeated_fold_ids(Y.shape[0], params.inner_folds, ctx.rng, strata=Y)
             margins = cached_margins(X_train, Y, options)
-            kept = halving(len(options), lambda which, tr, va: [label_ranking_loss(Y[va], M) for M in
+            kept = halving(len(options), lambda which, tr, va: [row_ranking_losses(Y[va], M) for M in
                                                                 margins(which, tr, va)],
-                           ids, ctx.rng, eta=params.inner_halving)
+                           ids, ctx.rng, eta=params.inner_halving, families=[o.kernel for o in options])
             choice = select_on_path(params, [options[i] for i in kept], lambda tr, va: margins(kept, tr, va), Y,
                                     ctx.rng, label_ranking_loss,
                                     progress=lambda f: ctx.progress(f, "inner CV over kernel, C, γ"),

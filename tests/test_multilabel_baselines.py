@@ -265,8 +265,8 @@ def test_mlsvm_halving_and_choice_are_a_hand_written_successive_halving():
     """mlsvm's default selection against one written out with scikit-learn's own SVMs (SVC computing its RBF
     kernel, LinearSVC) and ranking loss: the run's folds (its rng: label-stratified, repeated), rung 0 every
     candidate on the first fold of each partition (100 training rows, under the 500 halving subsamples
-    from), the best 4 of their weighted mean loss on to rung 1 (the same fits), its best 2 through every
-    fold, the one-SE rule within the best mean's kernel."""
+    from), the best 4 of its mean per-row loss (with the one-SE rule's candidate) on to rung 1 (the same
+    fits), its best 2 (likewise) through every fold, the one-SE rule within the best mean's kernel."""
     from sklearn.metrics import label_ranking_loss
     from sklearn.svm import SVC, LinearSVC
 
@@ -280,7 +280,7 @@ def test_mlsvm_halving_and_choice_are_a_hand_written_successive_halving():
     cands = [("linear", C, None) for C in params.linear_C_grid]
     cands += [("rbf", C, g) for C in params.C_grid for g in params.gamma_scale_grid]  # C outer (grid order)
 
-    def loss(c, tr, va):
+    def margins(c, tr, va):
         kernel, C, g = c
         M = np.empty((va.size, Y.shape[1]))
         for j in range(Y.shape[1]):
@@ -289,16 +289,26 @@ def test_mlsvm_halving_and_choice_are_a_hand_written_successive_halving():
             else:
                 model = SVC(C=C, kernel="rbf", gamma=g / (X.shape[1] * X[tr].var()))
             M[:, j] = model.fit(X[tr], Y[tr, j].astype(int)).decision_function(X[va])
-        return label_ranking_loss(Y[va].astype(int), M)
+        return M
+
+    def loss(c, tr, va):
+        return label_ranking_loss(Y[va].astype(int), margins(c, tr, va))
 
     ids = repeated_fold_ids(150, params.inner_folds, np.random.default_rng(7), strata=Y)
     firsts = [(np.flatnonzero(p != 0), np.flatnonzero(p == 0)) for p in ids]
 
-    def rung(which):
-        return np.sum([[loss(cands[i], t, v) * v.size for i in which] for t, v in firsts], axis=0)
+    def rung(which, keep):  # per-row losses on every partition's first fold; the one-SE choice kept
+        rows = np.array([np.concatenate([[label_ranking_loss(Y[[r]].astype(int), M[[k]]) for k, r in enumerate(v)]
+                                         for t, v in firsts for M in [margins(cands[i], t, v)]]) for i in which])
+        mean = rows.mean(1)
+        order = list(np.argsort(mean, kind="stable")[:keep])
+        se = rows[order[0]].std(ddof=1) / np.sqrt(rows.shape[1])
+        one_se = next(i for i in range(len(which)) if mean[i] <= mean[order[0]] + se
+                      and cands[which[i]][0] == cands[which[order[0]]][0])
+        order[-1] = order[-1] if one_se in order else one_se
+        return sorted(which[i] for i in order)
 
-    rung0 = sorted(np.argsort(rung(range(12)), kind="stable")[:4])
-    rung1 = [rung0[i] for i in sorted(np.argsort(rung(rung0), kind="stable")[:2])]
+    rung1 = rung(rung(list(range(12)), 4), 2)
     folds = [(np.flatnonzero(p != f), np.flatnonzero(p == f)) for p in ids for f in range(3)]
     per_fold = np.array([[loss(cands[i], t, v) for t, v in folds] for i in rung1])
     mean = (per_fold * [v.size for _, v in folds]).sum(1) / sum(v.size for _, v in folds)

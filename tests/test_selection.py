@@ -95,9 +95,9 @@ def test_halving_keeps_the_best_third_of_each_rung_on_the_first_folds():
     large = np.array([0, 5, 4, 0, 0, 0, 0, 1, 0, 0, 0, 2], float)       # among those: 7, 11
     calls = []
 
-    def score(which, train, val):
+    def score(which, train, val):  # the same loss on every validation row: no row varies, SE 0
         calls.append((list(which), train, val))
-        return (small if train.size < 40 else large)[which]
+        return np.repeat((small if train.size < 40 else large)[which][:, None], val.size, axis=1)
 
     assert halving(12, score, ids, np.random.default_rng(0), min_rows=0) == [7, 11]
     assert [c[0] for c in calls] == [list(range(12))] * 2 + [[1, 2, 7, 11]] * 2
@@ -109,8 +109,29 @@ def test_halving_keeps_the_best_third_of_each_rung_on_the_first_folds():
         assert t0.size == np.ceil(t1.size / 3) and np.isin(t0, t1).all() and np.unique(t0).size == t0.size
     calls.clear()
     assert halving(12, score, ids, np.random.default_rng(0), eta=1) == list(range(12)) and not calls
-    assert halving(12, lambda w, t, v: small[w], ids, np.random.default_rng(0), better="higher", min_rows=0) == [0, 3]
+    assert halving(12, lambda w, t, v: np.repeat(small[w][:, None], v.size, axis=1), ids, np.random.default_rng(0),
+                   better="higher", min_rows=0) == [0, 3]
     halving(12, score, ids, np.random.default_rng(0), min_rows=30)
     assert calls[0][1].size == 30 and calls[2][1].size == 40
     calls.clear()
     assert halving(12, score, ids, np.random.default_rng(0)) == [0, 3]  # 40 < 500 rows: both rungs on all
+
+
+@pytest.mark.timeout(30)
+def test_halving_keeps_the_candidate_the_one_se_rule_would_choose():
+    """Per-row losses base + ε, ε = ±d on alternate validation rows: the standard error of a mean is
+    d·√(N/(N−1))/√N. With d = 0.5 (SE ≈ 0.08) the first candidate within one SE of the best (2: 0.25)
+    takes rung 0's second place from 3 (0.26): candidate 0 (0.30) without families, 1 (0.31) when 0 is
+    another family; rung 1 keeps one, the one-SE choice itself. With d = 0.01 the best means win."""
+    ids = np.stack([inner_fold_ids(60, 3, np.random.default_rng(r)) for r in range(2)])
+    base = np.array([0.30, 0.31, 0.25, 0.26, 0.27, 0.40])
+
+    def score(d):
+        return lambda which, train, val: base[which][:, None] + d * (-1.0) ** np.arange(val.size)[None, :]
+
+    N = sum((p == 0).sum() for p in ids)
+    assert 0.5 * np.sqrt(N / (N - 1)) / np.sqrt(N) > 0.06  # 0.25 + SE reaches 0.31
+    families = ["a", "b", "b", "b", "b", "b"]
+    assert halving(6, score(0.5), ids, np.random.default_rng(0), families=families) == [1]
+    assert halving(6, score(0.5), ids, np.random.default_rng(0)) == [0]
+    assert halving(6, score(0.01), ids, np.random.default_rng(0), families=families) == [2]
