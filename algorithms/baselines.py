@@ -503,7 +503,7 @@ class MLSVM(Algorithm):
     #                10: both of 9's changes together (a branch and main had each called theirs 9); successive halving
     #                (inner_halving=3: 12 -> 4 -> 2 candidates on the first inner folds) before the full inner CV (11:
     #                yeast fold 0 14.3 -> 4.5 CPU s, Hamming 18.51 % both; 5-fold Hamming / macro-F1 / ranking loss
-    #                v10 -> v11: emotions 18.7/69.3/14.7 -> 18.7/69.3/14.6, scene 7.3/79.9/5.9 -> 7.4/79.9/5.9,
+    #                v10 -> v11: emotions (not halved) 18.7/69.3/14.7 -> 18.6/69.5/14.6, scene 7.3/79.9/5.9 -> 7.4/79.9/5.9,
     #                yeast 18.4/50.5/15.6 -> 18.4/50.3/15.5)
     preload = ("sklearn.svm", "sklearn.linear_model")
 
