@@ -259,3 +259,75 @@ def test_svm_margins_with_one_shared_kernel_matrix_are_sklearns_own_svc(kernel):
     for o, G in zip(options, grouped):
         np.testing.assert_allclose(G, svm_margins(X, Y, Xt, (o.C,), "rbf", rbf_gamma(X, o.gamma_scale))[0],
                                    atol=1e-12)
+
+
+def test_mlsvm_halving_and_choice_are_a_hand_written_successive_halving():
+    """mlsvm's default selection against one written out with scikit-learn's own SVMs (SVC computing its RBF
+    kernel, LinearSVC) and ranking loss: the run's folds (its rng: label-stratified, one partition of 1000
+    rows), rung 0 every candidate on 500 random rows of the first fold's 667 training rows (a third is
+    under 500), the best 4 of its mean per-row loss (with the one-SE rule's candidate) on to rung 1 (all
+    667), its best 2 (likewise) through every fold, the one-SE rule within the best mean's kernel; a
+    150-row training part (repeated partitions) is not halved: the same scores as inner_halving=1."""
+    from sklearn.metrics import label_ranking_loss
+    from sklearn.svm import SVC, LinearSVC
+
+    from malt.algorithms.baselines import LINEAR_INTERCEPT_SCALING, MLSVM, MLSVMParams
+    from malt.numerics.selection import repeated_fold_ids
+
+    X_all, Y_all = _data(n=1050, d=5, L=3, seed=21)
+    Y_all = np.where(np.random.default_rng(2).random(Y_all.shape) < 0.15, 1 - Y_all, Y_all)
+    X, Y = X_all[:1000], Y_all[:1000]
+    params = MLSVMParams(scale=False)
+    cands = [("linear", C, None) for C in params.linear_C_grid]
+    cands += [("rbf", C, g) for C in params.C_grid for g in params.gamma_scale_grid]  # C outer (grid order)
+
+    def margins(c, tr, va):
+        kernel, C, g = c
+        M = np.empty((va.size, Y.shape[1]))
+        for j in range(Y.shape[1]):
+            if kernel == "linear":
+                model = LinearSVC(C=C, dual=False, intercept_scaling=LINEAR_INTERCEPT_SCALING, tol=1e-6)
+            else:
+                model = SVC(C=C, kernel="rbf", gamma=g / (X.shape[1] * X[tr].var()))
+            M[:, j] = model.fit(X[tr], Y[tr, j].astype(int)).decision_function(X[va])
+        return M
+
+    def loss(c, tr, va):
+        return label_ranking_loss(Y[va].astype(int), margins(c, tr, va))
+
+    rng = np.random.default_rng(7)
+    ids = repeated_fold_ids(1000, params.inner_folds, rng, strata=Y)
+    assert len(ids) == 1  # 1000 rows: one partition, halved (a smaller part's repeated ones are not)
+    tr = np.flatnonzero(ids[0] != 0)
+    firsts = [(np.sort(rng.choice(tr, 500, replace=False)), tr, np.flatnonzero(ids[0] == 0))]  # 667 / 3 < 500
+
+    def rung(which, keep, step):  # per-row losses on the first fold; the one-SE choice kept
+        t, v = firsts[0][step], firsts[0][2]
+        rows = np.array([[label_ranking_loss(Y[[r]].astype(int), M[[k]]) for k, r in enumerate(v)]
+                         for i in which for M in [margins(cands[i], t, v)]])
+
+        mean = rows.mean(1)
+        order = list(np.argsort(mean, kind="stable")[:keep])
+        se = rows[order[0]].std(ddof=1) / np.sqrt(rows.shape[1])
+        one_se = next(i for i in range(len(which)) if mean[i] <= mean[order[0]] + se
+                      and cands[which[i]][0] == cands[which[order[0]]][0])
+        order[-1] = order[-1] if one_se in order else one_se
+        return sorted(which[i] for i in order)
+
+    rung1 = rung(rung(list(range(12)), 4, 0), 2, 1)
+    folds = [(np.flatnonzero(p != f), np.flatnonzero(p == f)) for p in ids for f in range(3)]
+    per_fold = np.array([[loss(cands[i], t, v) for t, v in folds] for i in rung1])
+    mean = (per_fold * [v.size for _, v in folds]).sum(1) / sum(v.size for _, v in folds)
+    best = int(np.argmin(mean))
+    se = per_fold[best].std(ddof=1) / np.sqrt(len(folds))
+    pick = next(i for i in range(2) if cands[rung1[i]][0] == cands[rung1[best]][0] and mean[i] <= mean[best] + se)
+    kernel, C, g = cands[rung1[pick]]
+
+    p = MLSVM().run(_split(X_all, Y_all, 1000), params, Context.for_arrays(X_all, seed=7))
+    assert p.diagnostics["inner_cv_screened"] == 10
+    assert p.diagnostics["selected"] == {"C": C, "kernel": kernel, "gamma_scale": 1.0 if g is None else g}
+    np.testing.assert_allclose(p.diagnostics["inner_cv_score"], mean.min(), rtol=1e-9)
+    small = [MLSVM().run(_split(X_all[:200], Y_all[:200], 150), MLSVMParams(scale=False, inner_halving=h),
+                         Context.for_arrays(X_all[:200], seed=7)) for h in (3, 1)]
+    assert small[0].diagnostics["inner_cv_screened"] == 0  # 150 rows: repeated partitions, every candidate
+    np.testing.assert_array_equal(small[0].scores, small[1].scores)

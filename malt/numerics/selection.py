@@ -201,3 +201,60 @@ def select(options: Sequence[Params], evaluate: Callable[[Params, np.ndarray, np
     varied = tuple(name for name in options[0].names()
                    if len({repr(getattr(o, name)) for o in options}) > 1)
     return Selection(options[best], scores, list(options), varied, better, se, rule)
+
+
+def halving(n_options: int, score: Callable[[list[int], np.ndarray, np.ndarray], np.ndarray],
+            fold_ids: np.ndarray, rng: np.random.Generator, eta: int = 3, better: str = "lower",
+            min_rows: int = 500, families: Sequence | None = None) -> list[int]:
+    """The candidates (indices 0..n_options-1, in order) that successive halving (Jamieson & Talwalkar 2016)
+    sends on to the full inner cross-validation, whose rule (`select`) then chooses among them.
+
+    Two rungs on the first fold of every partition of ``fold_ids`` (as `select` takes them; repeated
+    partitions of a small training part give the rungs about as many validation rows as one partition of
+    a large one): rung 0 fits every candidate on a random 1/eta of that fold's training rows, but at least
+    ``min_rows`` of them (the fits of a few hundred rows cost little, and fewer let the noise of a small
+    subsample drop the best: on emotions' 260, a third of them lost mlsvm's v10 choice in one of six
+    seeds); rung 1 fits the best ⌈n/eta⌉ on all its training rows; the best ⌈·/eta⌉ of rung 1 are returned.
+    A rung's loss is the mean over the validation rows of those folds (both rungs validate on the folds'
+    whole validation parts); a rung keeps its ⌈·/eta⌉ best means, but the candidate the one-standard-error
+    rule would choose there (as `select`'s: the first in the caller's order within one standard error of
+    the best mean, in the best's ``families`` entry; the standard error over the validation rows) takes
+    the last place if it is not among them, so the full CV still sees the stronger regulariser it would
+    prefer (without it yeast's C = 1 fell at the rungs and C = 3 won: ranking loss 16.0 against 15.8).
+    A rung that would keep every candidate is skipped; eta = 1 keeps all.
+
+    score(which, train, val) : (len(which), len(val)) losses per validation row (``better='lower'``) or
+        scores of the candidates ``which`` fit on ``train`` and scored on ``val`` (indices into the
+        caller's training part); a caller that caches rung 1's fits reuses them in the full cross-
+        validation (same folds).
+
+    Ties keep the earlier candidate (the caller's order, strongest regulariser first). NaN ranks worst.
+    Cost per partition: n fits on 1/eta of a fold's rows (a kernel SVM: about n/eta² full fits) + ⌈n/eta⌉
+    full fits.
+    """
+    kept = list(range(n_options))
+    if eta <= 1 or n_options <= 1:
+        return kept
+    folds = []  # (subsample, training rows, validation rows) of each partition's first fold
+    for ids in np.atleast_2d(fold_ids):
+        first = np.unique(ids[ids >= 0])[0]
+        train, val = np.flatnonzero(ids != first), np.flatnonzero(ids == first)
+        size = min(train.size, max(int(np.ceil(train.size / eta)), min_rows))
+        folds.append((np.sort(rng.choice(train, size, replace=False)), train, val))
+    sign = 1.0 if better == "lower" else -1.0
+    for rung in (0, 1):
+        keep = int(np.ceil(len(kept) / eta))
+        if keep >= len(kept):
+            continue
+        rows = sign * np.concatenate([np.asarray(score(kept, f[rung], f[2]), dtype=float) for f in folds], axis=1)
+        mean = np.where(np.isnan(rows).any(axis=1), np.inf, rows.mean(axis=1))
+        order = list(np.argsort(mean, kind="stable")[:keep])
+        best = order[0]
+        if np.isfinite(mean[best]) and rows.shape[1] > 1:
+            se = rows[best].std(ddof=1) / np.sqrt(rows.shape[1])
+            one_se = next(i for i in range(len(kept)) if mean[i] <= mean[best] + se
+                          and (families is None or families[kept[i]] == families[kept[best]]))
+            if one_se not in order:
+                order[-1] = one_se
+        kept = sorted(kept[i] for i in order)
+    return kept
