@@ -84,18 +84,29 @@ def fit_biases(train, reg_user: float = 15.0, reg_item: float = 10.0, *, iterati
     return biases_at(*training_triplets(train), reg_user, reg_item, iterations=iterations, tol=tol)
 
 
+BIAS_CHUNK = 1 << 20
+"""Ratings per step of `biases_at`'s sums (three float64 temporaries of 8 MiB each, not of the whole training set)."""
+
+
 def biases_at(rows, cols, y, shape, reg_user: float = 15.0, reg_item: float = 10.0, *, iterations: int = 100,
               tol: float = 1e-10) -> Biases:
     """`fit_biases` of the ratings ``y`` at (rows, cols) of a matrix of ``shape``, without building one."""
     n, m = shape
     mu = float(y.mean())
-    r = y - mu
     nu = np.bincount(rows, minlength=n)
     ni = np.bincount(cols, minlength=m)
     bu, bi = np.zeros(n), np.zeros(m)
+
+    def residual_sums(by, other, other_bias, size):  # Σ (r − μ − b_other) per index, BIAS_CHUNK ratings at a time
+        total = np.zeros(size)
+        for start in range(0, y.size, BIAS_CHUNK):
+            part = slice(start, start + BIAS_CHUNK)
+            total += np.bincount(by[part], (y[part] - mu) - other_bias[other[part]], minlength=size)
+        return total
+
     for _ in range(iterations):
-        bi_new = np.bincount(cols, r - bu[rows], minlength=m) / (reg_item + ni)
-        bu_new = np.bincount(rows, r - bi_new[cols], minlength=n) / (reg_user + nu)
+        bi_new = residual_sums(cols, rows, bu, m) / (reg_item + ni)
+        bu_new = residual_sums(rows, cols, bi_new, n) / (reg_user + nu)
         change = max(np.abs(bi_new - bi).max(initial=0), np.abs(bu_new - bu).max(initial=0))
         bu, bi = bu_new, bi_new
         if change < tol:
