@@ -157,26 +157,39 @@ def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10
     Returns dict with 'mu', 'bu' (n,), 'bi' (m,), 'P' (n, rank), 'Q' (m, rank), 'objective' (list).
     Cost O(L rank² + (n + m) rank³) per sweep for L ratings.
     """
+    if iterations < 1:
+        raise ValueError(f"als_biased_mf needs at least one sweep, got iterations={iterations}")
     rows, cols, y, (n, m) = training_triplets(train)
     rng = np.random.default_rng(0) if rng is None else rng
     if start is not None and start["Q"].shape == (m, rank):
-        mu, bu, bi, P, Q = start["mu"], start["bu"].copy(), start["bi"].copy(), start["P"].copy(), start["Q"].copy()
+        mu, bu, bi, Q = start["mu"], start["bu"].copy(), start["bi"].copy(), start["Q"]
     else:
         b0 = biases_at(rows, cols, y, (n, m), reg_bias, reg_bias)
         mu, bu, bi = b0.mu, b0.user.copy(), b0.item.copy()
-        P = init_scale * rng.standard_normal((n, rank))
+        rng.standard_normal((n, rank))  # P's draw: the user step never reads P, but Q's draw follows it in the stream
         Q = init_scale * rng.standard_normal((m, rank))
+    item_design = np.column_stack([np.ones(m), Q])  # [1, Q]: the user step's design
+    del Q
     sides = (DaskBlocks(rows, cols, y, (n, m), client, blocks) if client is not None
              else LocalBlocks(rows, cols, y, (n, m), blocks or 1))
     del rows, cols, y  # the blocks hold the ratings now
     pen = np.r_[reg_bias, np.full(rank, reg)]
     objective = []
+    # Each half step's solution [b, factors] becomes the other step's design [1, factors] in place (its bias
+    # column copied out first), and the design a step replaces is dropped before that step: one (rows, 1 + rank)
+    # array per side at any time.
+    user_design = None
     try:
         for _ in range(iterations):
-            X = sides.half_step(0, np.column_stack([np.ones(m), Q]), bi, mu, pen)
-            bu, P = X[:, 0], X[:, 1:]
-            X = sides.half_step(1, np.column_stack([np.ones(n), P]), bu, mu, pen)
-            bi, Q = X[:, 0], X[:, 1:]
+            user_design = None
+            user_design = sides.half_step(0, item_design, bi, mu, pen)
+            bu = user_design[:, 0].copy()
+            user_design[:, 0] = 1.0
+            item_design = None
+            item_design = sides.half_step(1, user_design, bu, mu, pen)
+            bi = item_design[:, 0].copy()
+            item_design[:, 0] = 1.0
+            P, Q = user_design[:, 1:], item_design[:, 1:]
             sse = sides.squared_error(mu, bu, bi, P, Q)
             objective.append(float(sse + reg * (np.sum(P * P) + np.sum(Q * Q)) + reg_bias * (bu @ bu + bi @ bi)))
             if len(objective) > 1 and objective[-2] - objective[-1] <= tol * objective[-2]:
@@ -184,6 +197,8 @@ def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10
     finally:
         if client is not None:
             sides.close()
+    del sides
+    P, Q = np.ascontiguousarray(user_design[:, 1:]), np.ascontiguousarray(item_design[:, 1:])
     return {"mu": mu, "bu": bu, "bi": bi, "P": P, "Q": Q, "objective": objective}
 
 
