@@ -192,6 +192,7 @@ def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10
             P, Q = user_design[:, 1:], item_design[:, 1:]
             sse = sides.squared_error(mu, bu, bi, P, Q)
             objective.append(float(sse + reg * (np.sum(P * P) + np.sum(Q * Q)) + reg_bias * (bu @ bu + bi @ bi)))
+            del P, Q  # views: they would keep the designs the next sweep replaces alive
             if len(objective) > 1 and objective[-2] - objective[-1] <= tol * objective[-2]:
                 break
     finally:
