@@ -20,9 +20,10 @@ the targets r − μ − b_other and its rows' ridge solutions. The block never 
 
 A row's solution depends on its own ratings and the broadcast design only, so both give the same
 numbers as the whole-matrix solve (bit for bit: the same products and batched solves row by row).
-Memory per block: its triplets (10 bytes per rating; 14 where a rating is no exact float32) plus
-(rows, (1 + rank)²) Gram matrices while it solves. Local blocks are the fit's only copy of the ratings:
-the squared error is summed over the row side's blocks.
+Memory per block: its ratings in CSR form (8 bytes per rating, 12 where a rating is no exact float32, plus
+one offset per row) and (ROW_CHUNK, (1 + rank)²) Gram matrices while it solves. The row side shares the
+training matrix's arrays (a sorted COO); the column side is scipy's counting-sort transpose of it, the one
+copy of the ratings a fit makes; the squared error is summed over the row side's blocks.
 """
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ def ridge_rows(csr: sp.csr_matrix, V: np.ndarray, reg, col_offset: np.ndarray | 
     ``csr`` holds the targets at the observed pattern (explicit zeros count as observations, so pass
     a matrix whose pattern is the observed set). reg : scalar or (k,) diagonal penalty D. col_offset :
     (m,) o subtracted from every target of column j (default 0) — ALS's r − μ − b_other without a
-    rating-length array of targets: Vᵀ(r_i − o) = Vᵀ r_i − (o ⊙ V)ᵀ 1 on row i's pattern.
+    rating-length array of targets (each chunk of rows forms its own targets).
 
     * A row without observations has the exact solution 0 and is not solved (sparse matrices have many:
       CiaoDVD's inner folds leave a fifth of the items unrated).
@@ -127,14 +128,13 @@ def ridge_rows(csr: sp.csr_matrix, V: np.ndarray, reg, col_offset: np.ndarray | 
             z = np.linalg.solve(M, r[..., None])  # (g, c, 1)
             out[chunk] = (VD.transpose(0, 2, 1) @ z)[..., 0]
     outer = outer_products(V) if V.shape[0] <= TABLE_ROWS else None  # one table for every chunk
-    OV = None if col_offset is None else col_offset[:, None] * V
     for chunk in _chunks(np.flatnonzero(counts >= short)):
         sub = csr[chunk]
         A = row_grams(sub, V, outer=outer)
         A += np.diag(d)
+        if col_offset is not None:  # the chunk's targets only, never the whole side's
+            sub = sp.csr_matrix((sub.data - col_offset[sub.indices], sub.indices, sub.indptr), shape=sub.shape)
         b = np.asarray(sub @ V, dtype=float)
-        if OV is not None:
-            b -= sp.csr_matrix((np.ones(sub.nnz), sub.indices, sub.indptr), shape=sub.shape) @ OV
         out[chunk] = np.linalg.solve(A, b[..., None])[..., 0]
     return out
 
@@ -157,25 +157,40 @@ def _chunks(rows: np.ndarray):
 
 def _compact_ratings(y: np.ndarray) -> np.ndarray:
     """float32 when that holds every rating exactly (star ratings, halves), else float64 (``y`` itself when
-    it is float64 already)."""
-    y32 = y.astype(np.float32)
-    return y32 if np.array_equal(y32.astype(np.float64), y) else y.astype(np.float64, copy=False)
+    it is float64 already). Checked ENTRY_CHUNK ratings at a time, so the check itself holds no rating-length
+    copy."""
+    if y.dtype == np.float32:
+        return y
+    for start in range(0, y.size, ENTRY_CHUNK):
+        part = y[start:start + ENTRY_CHUNK]
+        if not np.array_equal(part.astype(np.float32).astype(np.float64), part):
+            return y.astype(np.float64, copy=False)
+    return y.astype(np.float32)
+
+
+def by_rows(rows: np.ndarray, cols: np.ndarray, y: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
+    """The ratings as CSR. Without a copy of ``cols`` or ``y`` when the triplets are sorted by row with int32
+    positions (a canonical COO: the ratings task's training matrices); else scipy's sort (one copy)."""
+    n, m = shape
+    if rows.dtype == cols.dtype == np.int32 and np.all(rows[1:] >= rows[:-1]):
+        indptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=n))]
+        return sp.csr_matrix((y, cols, indptr), shape=shape)
+    return sp.csr_matrix((y, (rows, cols)), shape=shape)
 
 
 class Block:
     """The ratings of ``n_rows`` consecutive rows starting at ``first`` (of a side of a rating matrix with
-    ``n_cols`` columns on the other side), as int32 positions, sorted by row."""
+    ``n_cols`` columns on the other side) in CSR form: ``indptr`` (n_rows + 1,), ``cols`` (int32) and ``y``
+    (float32 where exact) — 8 to 12 bytes per rating; each rating's row is implied by ``indptr``."""
 
-    def __init__(self, first: int, n_rows: int, n_cols: int, rows: np.ndarray, cols: np.ndarray, y: np.ndarray):
+    def __init__(self, first: int, n_rows: int, n_cols: int, indptr: np.ndarray, cols: np.ndarray, y: np.ndarray):
         self.first, self.n_rows, self.n_cols = first, n_rows, n_cols
-        if first == 0 and rows.dtype == cols.dtype == np.int32 and np.all(rows[1:] >= rows[:-1]):
-            self.rows, self.cols, self.y = rows, cols, _compact_ratings(y)  # sorted already: no copy
-        else:
-            order = np.argsort(rows, kind="stable")
-            self.rows = (rows[order] - first).astype(np.int32)
-            self.cols = cols[order].astype(np.int32)
-            self.y = _compact_ratings(y[order])
-        self.indptr = np.r_[0, np.cumsum(np.bincount(self.rows, minlength=n_rows))].astype(np.int64)
+        self.indptr, self.cols, self.y = indptr, cols, y
+
+    @property
+    def rows(self) -> np.ndarray:
+        """(ratings,) int32: each rating's row within the block (built on demand, not held)."""
+        return np.repeat(np.arange(self.n_rows, dtype=np.int32), np.diff(self.indptr))
 
     def half_step(self, design: np.ndarray, other_bias: np.ndarray, mu: float, pen: np.ndarray) -> np.ndarray:
         """(n_rows, 1 + rank): each row's ridge solution on ``design`` (n_cols, 1 + rank) = [1, V] for the
@@ -186,39 +201,55 @@ class Block:
     def squared_error(self, mu: float, row_bias: np.ndarray, col_bias: np.ndarray, row_factors: np.ndarray,
                       col_factors: np.ndarray) -> float:
         """Σ (r − μ − b_row − b_col − p_rowᵀ q_col)² over the block's ratings (whole-side biases and factors),
-        ENTRY_CHUNK ratings at a time."""
+        in runs of whole rows of about ENTRY_CHUNK ratings."""
         total = 0.0
         P = row_factors[self.first:self.first + self.n_rows]
         b = row_bias[self.first:self.first + self.n_rows]
-        for start in range(0, self.y.size, ENTRY_CHUNK):
-            part = slice(start, start + ENTRY_CHUNK)
-            r, c = self.rows[part], self.cols[part]
-            e = self.y[part].astype(np.float64) - mu - b[r] - col_bias[c] - dot_at(P, col_factors, r, c)
+        edges = np.unique(np.r_[0, np.searchsorted(self.indptr, np.arange(ENTRY_CHUNK, self.y.size, ENTRY_CHUNK)),
+                                self.n_rows])
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            a, z = self.indptr[lo], self.indptr[hi]
+            r = np.repeat(np.arange(lo, hi), np.diff(self.indptr[lo:hi + 1]))
+            c = self.cols[a:z]
+            e = self.y[a:z].astype(np.float64) - mu - b[r] - col_bias[c] - dot_at(P, col_factors, r, c)
             total += float(e @ e)
         return total
 
 
-def cut(rows: np.ndarray, cols: np.ndarray, y: np.ndarray, n_rows: int, n_cols: int, blocks: int) -> list[Block]:
-    """``blocks`` Blocks of about equal numbers of ratings over consecutive rows."""
-    counts = np.bincount(rows, minlength=n_rows)
+def cut_rows(S: sp.csr_matrix, blocks: int) -> list[Block]:
+    """``blocks`` Blocks of about equal numbers of ratings over consecutive rows of ``S``; views of its arrays."""
+    n_rows, n_cols = S.shape
+    counts = np.diff(S.indptr)
     bounds = np.searchsorted(np.cumsum(counts), np.linspace(0, counts.sum(), blocks + 1)[1:-1], side="left")
     edges = np.unique(np.r_[0, bounds + 1, n_rows].clip(0, n_rows))
+    cols = S.indices.astype(np.int32, copy=False)
     out = []
     for lo, hi in zip(edges[:-1], edges[1:]):
-        if lo == 0 and hi == n_rows:  # one block: the arrays as they are (no masked copy)
-            out.append(Block(0, n_rows, n_cols, rows, cols, y))
-            continue
-        mine = (rows >= lo) & (rows < hi)
-        out.append(Block(int(lo), int(hi - lo), n_cols, rows[mine], cols[mine], y[mine]))
+        a, z = S.indptr[lo], S.indptr[hi]
+        out.append(Block(int(lo), int(hi - lo), n_cols, S.indptr[lo:hi + 1] - a, cols[a:z], S.data[a:z]))
     return out
+
+
+def both_sides(rows, cols, y, shape) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """The ratings by rows (n × m CSR) and by columns (m × n CSR, scipy's counting-sort transpose: no
+    permutation array), ratings in float32 where exact. The row side shares the training matrix's arrays
+    when it is a sorted COO; the column side is the one copy (8–12 bytes per rating)."""
+    n, m = shape
+    R = by_rows(rows, cols, _compact_ratings(y), (n, m))
+    C = R.tocsc()
+    return R, sp.csr_matrix((C.data, C.indices, C.indptr), shape=(m, n))
+
+
+def cut(rows: np.ndarray, cols: np.ndarray, y: np.ndarray, n_rows: int, n_cols: int, blocks: int) -> list[Block]:
+    """``blocks`` Blocks of about equal numbers of ratings over consecutive rows."""
+    return cut_rows(by_rows(rows, cols, _compact_ratings(y), (n_rows, n_cols)), blocks)
 
 
 class LocalBlocks:
     """Both sides' blocks in this process."""
 
     def __init__(self, rows, cols, y, shape, blocks: int = 1):
-        n, m = shape
-        self.sides = (cut(rows, cols, y, n, m, blocks), cut(cols, rows, y, m, n, blocks))
+        self.sides = tuple(cut_rows(S, blocks) for S in both_sides(rows, cols, y, shape))
 
     def half_step(self, side: int, design, other_bias, mu, pen) -> np.ndarray:
         return np.concatenate([b.half_step(design, other_bias, mu, pen) for b in self.sides[side]])
@@ -233,15 +264,14 @@ class DaskBlocks:
     (default: one per worker), each held by one worker for the whole fit."""
 
     def __init__(self, rows, cols, y, shape, client, blocks: int | None = None):
-        n, m = shape
         workers = sorted(client.scheduler_info()["workers"])
         blocks = blocks or len(workers)
         self.client = client
         self.triplets = rows, cols, y  # the squared error is summed here, not shipped back from the workers
         self.sides = []
-        for side in (cut(rows, cols, y, n, m, blocks), cut(cols, rows, y, m, n, blocks)):
+        for S in both_sides(rows, cols, y, shape):
             self.sides.append([client.scatter(b, workers=[workers[i % len(workers)]], direct=True, hash=False)
-                               for i, b in enumerate(side)])
+                               for i, b in enumerate(cut_rows(S, blocks))])
 
     def half_step(self, side: int, design, other_bias, mu, pen) -> np.ndarray:
         shared = self.client.scatter((design, other_bias), broadcast=True, direct=True, hash=False)

@@ -84,18 +84,29 @@ def fit_biases(train, reg_user: float = 15.0, reg_item: float = 10.0, *, iterati
     return biases_at(*training_triplets(train), reg_user, reg_item, iterations=iterations, tol=tol)
 
 
+BIAS_CHUNK = 1 << 20
+"""Ratings per step of `biases_at`'s sums (three float64 temporaries of 8 MiB each, not of the whole training set)."""
+
+
 def biases_at(rows, cols, y, shape, reg_user: float = 15.0, reg_item: float = 10.0, *, iterations: int = 100,
               tol: float = 1e-10) -> Biases:
     """`fit_biases` of the ratings ``y`` at (rows, cols) of a matrix of ``shape``, without building one."""
     n, m = shape
     mu = float(y.mean())
-    r = y - mu
     nu = np.bincount(rows, minlength=n)
     ni = np.bincount(cols, minlength=m)
     bu, bi = np.zeros(n), np.zeros(m)
+
+    def residual_sums(by, other, other_bias, size):  # Σ (r − μ − b_other) per index, BIAS_CHUNK ratings at a time
+        total = np.zeros(size)
+        for start in range(0, y.size, BIAS_CHUNK):
+            part = slice(start, start + BIAS_CHUNK)
+            total += np.bincount(by[part], (y[part] - mu) - other_bias[other[part]], minlength=size)
+        return total
+
     for _ in range(iterations):
-        bi_new = np.bincount(cols, r - bu[rows], minlength=m) / (reg_item + ni)
-        bu_new = np.bincount(rows, r - bi_new[cols], minlength=n) / (reg_user + nu)
+        bi_new = residual_sums(cols, rows, bu, m) / (reg_item + ni)
+        bu_new = residual_sums(rows, cols, bi_new, n) / (reg_user + nu)
         change = max(np.abs(bi_new - bi).max(initial=0), np.abs(bu_new - bu).max(initial=0))
         bu, bi = bu_new, bi_new
         if change < tol:
@@ -146,33 +157,49 @@ def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10
     Returns dict with 'mu', 'bu' (n,), 'bi' (m,), 'P' (n, rank), 'Q' (m, rank), 'objective' (list).
     Cost O(L rank² + (n + m) rank³) per sweep for L ratings.
     """
+    if iterations < 1:
+        raise ValueError(f"als_biased_mf needs at least one sweep, got iterations={iterations}")
     rows, cols, y, (n, m) = training_triplets(train)
     rng = np.random.default_rng(0) if rng is None else rng
     if start is not None and start["Q"].shape == (m, rank):
-        mu, bu, bi, P, Q = start["mu"], start["bu"].copy(), start["bi"].copy(), start["P"].copy(), start["Q"].copy()
+        mu, bu, bi, Q = start["mu"], start["bu"].copy(), start["bi"].copy(), start["Q"]
     else:
         b0 = biases_at(rows, cols, y, (n, m), reg_bias, reg_bias)
         mu, bu, bi = b0.mu, b0.user.copy(), b0.item.copy()
-        P = init_scale * rng.standard_normal((n, rank))
+        rng.standard_normal((n, rank))  # P's draw: the user step never reads P, but Q's draw follows it in the stream
         Q = init_scale * rng.standard_normal((m, rank))
+    item_design = np.column_stack([np.ones(m), Q])  # [1, Q]: the user step's design
+    del Q
     sides = (DaskBlocks(rows, cols, y, (n, m), client, blocks) if client is not None
              else LocalBlocks(rows, cols, y, (n, m), blocks or 1))
     del rows, cols, y  # the blocks hold the ratings now
     pen = np.r_[reg_bias, np.full(rank, reg)]
     objective = []
+    # Each half step's solution [b, factors] becomes the other step's design [1, factors] in place (its bias
+    # column copied out first), and the design a step replaces is dropped before that step: one (rows, 1 + rank)
+    # array per side at any time.
+    user_design = None
     try:
         for _ in range(iterations):
-            X = sides.half_step(0, np.column_stack([np.ones(m), Q]), bi, mu, pen)
-            bu, P = X[:, 0], X[:, 1:]
-            X = sides.half_step(1, np.column_stack([np.ones(n), P]), bu, mu, pen)
-            bi, Q = X[:, 0], X[:, 1:]
+            user_design = None
+            user_design = sides.half_step(0, item_design, bi, mu, pen)
+            bu = user_design[:, 0].copy()
+            user_design[:, 0] = 1.0
+            item_design = None
+            item_design = sides.half_step(1, user_design, bu, mu, pen)
+            bi = item_design[:, 0].copy()
+            item_design[:, 0] = 1.0
+            P, Q = user_design[:, 1:], item_design[:, 1:]
             sse = sides.squared_error(mu, bu, bi, P, Q)
             objective.append(float(sse + reg * (np.sum(P * P) + np.sum(Q * Q)) + reg_bias * (bu @ bu + bi @ bi)))
+            del P, Q  # views: they would keep the designs the next sweep replaces alive
             if len(objective) > 1 and objective[-2] - objective[-1] <= tol * objective[-2]:
                 break
     finally:
         if client is not None:
             sides.close()
+    del sides
+    P, Q = np.ascontiguousarray(user_design[:, 1:]), np.ascontiguousarray(item_design[:, 1:])
     return {"mu": mu, "bu": bu, "bi": bi, "P": P, "Q": Q, "objective": objective}
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from malt.algorithms.als_blocks import Block, cut
+from malt.algorithms.als_blocks import both_sides, cut
 from malt.algorithms.recommenders import als_biased_mf
 
 
@@ -40,7 +40,19 @@ def test_cut_covers_every_rating_once_in_consecutive_compact_blocks():
                           (np.concatenate([b.rows + b.first for b in blocks]), np.concatenate([b.cols for b in blocks]))),
                          shape=R.shape)
     assert abs(back - R).sum() == 0
-    assert Block(0, 1, 3, np.array([0]), np.array([1]), np.array([0.1])).y.dtype == np.float64  # not exact in f32
+    assert cut(np.array([0], np.int32), np.array([1], np.int32), np.array([0.1]), 1, 3, 1)[0].y.dtype == np.float64
+
+
+def test_the_column_side_is_the_transpose_and_the_row_side_shares_the_training_arrays():
+    R = _ratings()  # canonical COO, float ratings exact in float32
+    R.row, R.col = R.row.astype(np.int32), R.col.astype(np.int32)
+    rows_side, cols_side = both_sides(R.row, R.col, R.data, R.shape)
+    assert np.shares_memory(rows_side.indices, R.col)
+    T = sp.coo_matrix(R).T.tocsr()
+    T.sort_indices()
+    assert cols_side.shape == T.shape and np.array_equal(cols_side.indptr, T.indptr)
+    assert np.array_equal(cols_side.indices, T.indices) and np.array_equal(cols_side.data, T.data)
+    assert cols_side.data.dtype == np.float32
 
 
 @pytest.mark.timeout(120)

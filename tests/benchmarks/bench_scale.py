@@ -46,6 +46,7 @@ os.environ.setdefault("MALT_DATA", str(Path(__file__).resolve().parents[3] / "sh
 KERNEL_MODELS = ["pma-map", "con-mvgp", "kpmf", "pcsa"]
 MATRIX_MODELS = ["pma-map", "con-mvgp", "trace-gp", "mvgp", "kpmf", "pcsa"]
 GiB = 1024.0
+CHUNK = 1 << 20
 
 
 def load(dataset: str):
@@ -83,7 +84,10 @@ def one(algo_name: str, dataset: str, params: dict, threads: int) -> dict:
     if dataset.startswith("synthetic"):  # ranking every one of ~all rows over every column is not the point here
         from malt.tasks import metrics
 
-        held_out = np.asarray(data["ratings"].tocsr()[split.test_rows, split.test_cols]).ravel()
+        R = data["ratings"].tocsr()  # held-out values looked up a chunk of pairs at a time (10⁸ ratings: 4·10⁷ pairs)
+        held_out = np.concatenate([np.asarray(R[split.test_rows[s:s + CHUNK], split.test_cols[s:s + CHUNK]]).ravel()
+                                   for s in range(0, split.test_rows.size, CHUNK)])
+        del R
         seen = split.train.data
         est = np.clip(np.asarray(prediction.values, dtype=float), seen.min(), seen.max())
         scores = {"rmse": metrics.rmse(held_out, est), "recall@k": float("nan")}
@@ -94,8 +98,10 @@ def one(algo_name: str, dataset: str, params: dict, threads: int) -> dict:
            "shape": list(split.train.shape)}
     if "truth_Z" in data:
         r, c = split.test_rows, split.test_cols
+        from malt.numerics.linalg import dot_at  # chunked: no (pairs, rank) copies of the truth factors
+
         truth = (data.meta["mean"] + data["truth_bias_rows"][r] + data["truth_bias_cols"][c]
-                 + np.einsum("ij,ij->i", data["truth_Z"][r], data["truth_W"][c]))
+                 + dot_at(data["truth_Z"], data["truth_W"], r, c))
         out["rmse_truth"] = float(np.sqrt(np.mean((np.asarray(prediction.values) - truth) ** 2)))
     diag = prediction.diagnostics or {}
     out["diagnostics"] = {k: v for k, v in diag.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool)}
