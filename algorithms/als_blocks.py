@@ -7,8 +7,8 @@ solution in one batched solve) are the building blocks of the ratings family's a
 
 ALS's user step is one independent ridge solve per user (`recommenders.ridge_rows`); its item step the
 same per item. Each side's ratings are cut into contiguous blocks of rows (users) or of columns
-(items); a block holds its (row, col, rating) triplets in compact form (int32 positions, float32
-ratings where they are exact) and answers one half step from the other side's factors and biases:
+(items); a block holds its ratings in CSR form (int32 columns, float32 ratings where they are exact)
+and answers one half step from the other side's factors and biases:
 the targets r − μ − b_other and its rows' ridge solutions. The block never leaves its owner:
 
 * `LocalBlocks` — the blocks in this process (what `als_biased_mf` uses without a client);
