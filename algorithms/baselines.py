@@ -30,7 +30,8 @@ from malt.numerics import linalg
 from malt.params import Includes, Interval, Options, Params, When, param
 from malt.registry import Algorithm, register
 from malt.numerics.decisions import RULES, ThresholdParams, decided, learned, out_of_fold
-from malt.numerics.selection import InnerCVParams, Selection, candidates, halving, repeated_fold_ids, select
+from malt.numerics.selection import (InnerCVParams, Selection, candidates, halving, repeated_fold_ids, select,
+                                     varied_names)
 from malt.splits import Prediction
 
 # Inner CV defaults shared by the multi-label baselines: 3 folds, and C grids a decade apart.
@@ -524,7 +525,7 @@ class MLSVM(Algorithm):
                                     progress=lambda f: ctx.progress(f, "inner CV over kernel, C, γ"),
                                     families=[options[i].kernel for i in kept], fold_ids=ids)
             # what varies among all candidates, not only the survivors (a floor reruns the whole choice)
-            choice.varied = tuple(n for n in options[0].names() if len({repr(getattr(o, n)) for o in options}) > 1)
+            choice.varied = varied_names(options)
             params, diagnostics, oof = choice.best, choice.diagnostics(), choice.out_of_fold
             diagnostics["inner_cv_screened"] = len(options) - len(kept)
         gamma = rbf_gamma(X_train, params.gamma_scale)

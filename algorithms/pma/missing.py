@@ -192,8 +192,6 @@ def screen_rows(n: int, rng: np.random.Generator) -> np.ndarray:
     return np.arange(n) if size == n else np.sort(rng.choice(n, size, replace=False))
 
 
-
-
 def restrict_kernels(kernels: dict, rows: np.ndarray, single: bool) -> dict:
     """family → (None, the Eigenbasis of K[rows, rows]): each family's base kernel (already jittered) restricted to
     ``rows`` — the same prior on fewer rows — decomposed once. O(n'³) per family."""

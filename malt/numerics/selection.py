@@ -193,14 +193,23 @@ def select(options: Sequence[Params], evaluate: Callable[[Params, np.ndarray, np
         with np.errstate(invalid="ignore"):
             se = np.nanstd(per_fold, axis=1, ddof=1) / np.sqrt(np.maximum(np.sum(~np.isnan(per_fold), axis=1), 1))
     if rule == "one-se" and se is not None and np.isfinite(se[best]):
-        members = range(len(options)) if families is None else [i for i in range(len(options))
-                                                                 if families[i] == families[best]]
-        best = next(i for i in members if ranked[i] <= ranked[best] + se[best])
+        best = one_se_index(ranked, best, se[best], families)
     elif rule not in ("best", "one-se"):
         raise ValueError(f"rule must be 'best' or 'one-se', got {rule!r}")
-    varied = tuple(name for name in options[0].names()
-                   if len({repr(getattr(o, name)) for o in options}) > 1)
-    return Selection(options[best], scores, list(options), varied, better, se, rule)
+    return Selection(options[best], scores, list(options), varied_names(options), better, se, rule)
+
+
+def one_se_index(ranked: np.ndarray, best: int, se: float, families: Sequence | None = None) -> int:
+    """The one-standard-error rule on means ``ranked`` (lower is better, in the caller's order from the
+    strongest regulariser): the first candidate within ``se`` of ``ranked[best]``, among the candidates of
+    ``best``'s ``families`` entry when given."""
+    return next(i for i in range(len(ranked)) if ranked[i] <= ranked[best] + se
+                and (families is None or families[i] == families[best]))
+
+
+def varied_names(options: Sequence[Params]) -> tuple[str, ...]:
+    """The parameter names whose value differs among ``options`` (what a selection over them chose)."""
+    return tuple(name for name in options[0].names() if len({repr(getattr(o, name)) for o in options}) > 1)
 
 
 def halving(n_options: int, score: Callable[[list[int], np.ndarray, np.ndarray], np.ndarray],
@@ -252,8 +261,7 @@ def halving(n_options: int, score: Callable[[list[int], np.ndarray, np.ndarray],
         best = order[0]
         if np.isfinite(mean[best]) and rows.shape[1] > 1:
             se = rows[best].std(ddof=1) / np.sqrt(rows.shape[1])
-            one_se = next(i for i in range(len(kept)) if mean[i] <= mean[best] + se
-                          and (families is None or families[kept[i]] == families[kept[best]]))
+            one_se = one_se_index(mean, best, se, None if families is None else [families[k] for k in kept])
             if one_se not in order:
                 order[-1] = one_se
         kept = sorted(kept[i] for i in order)
