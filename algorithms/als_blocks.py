@@ -139,17 +139,6 @@ def ridge_rows(csr: sp.csr_matrix, V: np.ndarray, reg, col_offset: np.ndarray | 
     return out
 
 
-def squared_error(y, mu, bu, bi, P, Q, rows, cols) -> float:
-    """Σ (y − μ − b_u − b_i − p_uᵀq_i)² over the ratings, ENTRY_CHUNK at a time (no rating-length temporaries)."""
-    total = 0.0
-    for start in range(0, len(y), ENTRY_CHUNK):
-        part = slice(start, start + ENTRY_CHUNK)
-        r, c = rows[part], cols[part]
-        e = y[part] - mu - bu[r] - bi[c] - dot_at(P, Q, r, c)
-        total += float(e @ e)
-    return total
-
-
 def _chunks(rows: np.ndarray):
     for start in range(0, rows.size, ROW_CHUNK):
         yield rows[start:start + ROW_CHUNK]
@@ -267,11 +256,10 @@ class DaskBlocks:
         workers = sorted(client.scheduler_info()["workers"])
         blocks = blocks or len(workers)
         self.client = client
-        self.triplets = rows, cols, y  # the squared error is summed here, not shipped back from the workers
-        self.sides = []
-        for S in both_sides(rows, cols, y, shape):
-            self.sides.append([client.scatter(b, workers=[workers[i % len(workers)]], direct=True, hash=False)
-                               for i, b in enumerate(cut_rows(S, blocks))])
+        by_row, by_col = both_sides(rows, cols, y, shape)
+        self.ratings = cut_rows(by_row, 1)[0]  # the squared error is summed here (views), not shipped back
+        self.sides = [[client.scatter(b, workers=[workers[i % len(workers)]], direct=True, hash=False)
+                       for i, b in enumerate(cut_rows(S, blocks))] for S in (by_row, by_col)]
 
     def half_step(self, side: int, design, other_bias, mu, pen) -> np.ndarray:
         shared = self.client.scatter((design, other_bias), broadcast=True, direct=True, hash=False)
@@ -279,8 +267,7 @@ class DaskBlocks:
         return np.concatenate(self.client.gather(futures, direct=True))
 
     def squared_error(self, mu, bu, bi, P, Q) -> float:
-        rows, cols, y = self.triplets
-        return squared_error(y, mu, bu, bi, P, Q, rows, cols)
+        return self.ratings.squared_error(mu, bu, bi, P, Q)
 
     def close(self) -> None:
         self.client.cancel([f for side in self.sides for f in side])

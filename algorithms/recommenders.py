@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from malt.algorithms.als_blocks import (ENTRY_CHUNK, DaskBlocks, LocalBlocks, dot_at, ridge_rows,  # noqa: F401
-                                       row_grams, squared_error)  # re-exported for the family
+                                       row_grams)  # re-exported for the family
 from malt.errors import DataError
 from malt.params import Interval, Options, Params, param
 from malt.registry import Algorithm, register
