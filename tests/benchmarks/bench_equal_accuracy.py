@@ -4,7 +4,8 @@ reaches its accuracy, one BLAS thread each, interleaved, median of repeats (test
     python tests/benchmarks/bench_equal_accuracy.py [--quick] [--only ratings missing ...] [--json FILE]
 
 Columns: our accuracy and CPU s, the peer's, ratio = ours / peer (goal ≤ 2), our floor (one fit at the
-chosen setting, goal ≤ 3× it), peak traced MiB of each. Printed, never asserted.
+chosen setting, goal ≤ 3× it), peak traced MiB of each, the task's trivial baseline on the same split
+(same run). Printed, never asserted.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default=None, help="also write every row as JSON to this file")
     args = parser.parse_args(argv)
     header = ("model", "data", "metric", "ours", "ours CPU s", "peer", "peer acc", "peer CPU s", "ratio",
-              "floor CPU s", "×floor", "ours MiB", "peer MiB", "note")
+              "floor CPU s", "×floor", "ours MiB", "peer MiB", "baseline", "note")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header), flush=True)
     rows = []
@@ -48,7 +49,8 @@ def main(argv=None) -> int:
             peer = r.peer if not r.peer_missing else f"{r.peer} (missing: {r.peer_missing})"
             print("| " + " | ".join([r.model, r.dataset, r.metric, fmt(r.ours_acc, 4), fmt(r.ours_cpu), peer,
                                      fmt(r.peer_acc, 4), fmt(r.peer_cpu), fmt(r.ratio, 2), fmt(r.floor_cpu),
-                                     fmt(r.floor_ratio, 2), fmt(r.ours_peak_mib), fmt(r.peer_peak_mib), r.note])
+                                     fmt(r.floor_ratio, 2), fmt(r.ours_peak_mib), fmt(r.peer_peak_mib),
+                                     f"{r.baseline} {fmt(r.baseline_acc, 4)}" if r.baseline else "—", r.note])
                   + " |", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps([r.as_dict() for r in rows], indent=1, default=str))

@@ -6,6 +6,9 @@
   machine hits both sides alike.
 * Peak memory: one further child per side with ``tracemalloc`` on (numpy reports its buffers to it),
   the peak of traced allocations in MiB; timed runs never trace.
+* Baseline: the trivial model of the row's task (user + item biases, column means, the label prior, the
+  majority class) scored on the same split in the same run, so a row shows at once whether the default
+  beats it. Untimed.
 * Accuracy: whatever the callable returns as its first element (a float, in the row's metric);
   the timed runs must all return the same accuracy up to 1e-9 relative or the row says so.
 
@@ -43,6 +46,8 @@ class Row:
     peer_cpu: float = float("nan")
     peer_peak_mib: float = float("nan")
     peer_missing: str = ""     # why the peer could not be run (not installed, …)
+    baseline: str = ""         # the trivial baseline a reviewer asks for (biases, column means, majority…)
+    baseline_acc: float = float("nan")  # its accuracy on the same split, same metric, same run
     note: str = ""
     extra: dict = field(default_factory=dict)
 

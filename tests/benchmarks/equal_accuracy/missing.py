@@ -95,12 +95,14 @@ def rows(quick: bool) -> list[Row]:
     if quick:
         found.pop("sklearn IterativeImputer()", None)
     accuracy = {label: run_once(fn) for label, fn in found.items()}
+    baseline = run_once(ours("column-mean", data, task, tp, split))[0]
     out = []
     for model in MODELS:
         fn = ours(model, data, task, tp, split)
         acc = run_once(fn)[0]
         row = Row(model, "cal500, 25 % hidden, fold 0", "error %", "lower",
-                  peer_missing="; ".join(f"{k}: {v}" for k, v in missing.items()))
+                  peer_missing="; ".join(f"{k}: {v}" for k, v in missing.items()),
+                  baseline="column means", baseline_acc=baseline)
         peer = None
         if accuracy:
             matching = [k for k, v in accuracy.items() if v[0] <= acc + EQUAL]

@@ -109,12 +109,14 @@ def rows(quick: bool) -> list[Row]:
     data, task, tp, split = _split()
     found, missing = peers(data, task, tp, split)
     accuracy = {label: run_once(fn) for label, fn in found.items()}
+    baseline = run_once(ours("label-prior", data, task, tp, split))[0]
     out = []
     for model in MODELS[:1] if quick else MODELS:
         fn = ours(model, data, task, tp, split)
         acc = run_once(fn)[0]
         row = Row(model, "yeast, fold 0 of 5", "Hamming %", "lower",
-                  peer_missing="; ".join(f"{k}: {v}" for k, v in missing.items()))
+                  peer_missing="; ".join(f"{k}: {v}" for k, v in missing.items()),
+                  baseline="label prior", baseline_acc=baseline)
         matching = [k for k, v in accuracy.items() if v[0] <= acc + EQUAL]
         label = (min(matching, key=lambda k: accuracy[k][1]) if matching
                  else min(accuracy, key=lambda k: accuracy[k][0]))

@@ -99,11 +99,13 @@ def rows(quick: bool) -> list[Row]:
                     continue
                 fn = surprise_fn(surprise, cls, kwargs, data, task, tp, split)
                 peers[label] = (fn, run_once(fn))
+        baseline = run_once(ours("baseline", data, task, tp, split))[0]  # user + item biases
         models = ("biased-mf",) + (() if quick or dataset != "movielens-100k" else KERNEL_MODELS)
         for model in models:
             fn = ours(model, data, task, tp, split)
             acc = run_once(fn)[0]
-            row = Row(model, f"{dataset}, fold 0", "RMSE", "lower", peer_missing=missing)
+            row = Row(model, f"{dataset}, fold 0", "RMSE", "lower", peer_missing=missing,
+                      baseline="biases", baseline_acc=baseline)
             peer = None
             if peers:
                 matching = {k: v for k, v in peers.items() if v[1][0] <= acc + EQUAL}
