@@ -74,7 +74,8 @@ def top_eigenpairs(matmat: Callable[[np.ndarray], np.ndarray], size: int, rank: 
 
     Cost: q + 1 products of A with b vectors (the Rayleigh–Ritz step reuses A times each block but the last,
     which the Krylov iteration already computed), O(size (q b)²) for the orthonormalisation, O((q b)³) for the small
-    eigenproblem; memory two (size, q b) arrays (the basis and A times it, filled block by block in place) and two
+    eigenproblem; memory one (size, q b) array (the basis, filled block by block in place; the projection Qᵀ A Q
+    is accumulated block by block as each A Q_j is computed, so A times the basis is never held whole) and two
     blocks. Nothing of size × size unless size ≤ q b.
     """
     rank = int(min(rank, size))
@@ -84,25 +85,36 @@ def top_eigenpairs(matmat: Callable[[np.ndarray], np.ndarray], size: int, rank: 
         order = np.argsort(-w, kind="stable")[:rank]
         return w[order], V[:, order]
     Q = np.empty((size, blocks * b))   # the Krylov basis, block by block
-    AQ = np.empty((size, blocks * b))  # A times each block of it, reused by the Rayleigh–Ritz step
+    T = np.zeros((blocks * b, blocks * b))  # Qᵀ A Q, filled block by block as each A Q_j is computed
     first = orthonormal_basis(matmat(rng.standard_normal((size, b))))
     if first.shape[1] < b:  # a product of rank < b: complete it with the random block's own directions
         first = np.linalg.qr(np.hstack([first, rng.standard_normal((size, b - first.shape[1]))]))[0]
     Q[:, :b] = first
     bounds = [(0, b)]  # the blocks' columns in Q
-    cols, applied = b, 0  # columns of Q filled; columns of AQ filled
+    cols = b  # columns of Q filled
+
+    def project(start: int, stop: int) -> np.ndarray:
+        """A Q_j for the block Q[:, start:stop], its column of blocks of T (Q_iᵀ A Q_j for every i ≤ j,
+        mirrored: A is symmetric) filled in; returns A Q_j."""
+        AQj = matmat(Q[:, start:stop])
+        T[:stop, start:stop] = Q[:, :stop].T @ AQj
+        T[start:stop, :start] = T[:start, start:stop].T
+        return AQj
+
+    applied = False  # whether A times the last block is in T
     for _ in range(blocks - 1):
-        AQ[:, applied:cols] = matmat(Q[:, applied:cols])
-        Y = AQ[:, applied:cols].copy()
-        applied = cols
+        start, stop = bounds[-1]
+        Y = project(start, stop)
         scale = float(np.abs(Y).max(initial=0.0))
-        basis = [Q[:, start:stop] for start, stop in bounds]
+        basis = [Q[:, a:z] for a, z in bounds]
         for _ in range(2):  # block Gram–Schmidt, repeated once for orthogonality to working precision
             for B in basis:
                 Y -= B @ (B.T @ Y)
         # directions the space already holds leave only rounding error, which is not orthogonal to it
         U = orthonormal_basis(Y, floor=1e-10 * max(scale, 1e-300))
+        del Y
         if U.shape[1] == 0:
+            applied = True
             break
         for B in basis:
             U -= B @ (B.T @ U)
@@ -110,10 +122,10 @@ def top_eigenpairs(matmat: Callable[[np.ndarray], np.ndarray], size: int, rank: 
         Q[:, cols:cols + U.shape[1]] = U
         bounds.append((cols, cols + U.shape[1]))
         cols += U.shape[1]
-    if applied < cols:
-        AQ[:, applied:cols] = matmat(Q[:, applied:cols])
-    Q, AQ = Q[:, :cols], AQ[:, :cols]
-    w, S = np.linalg.eigh(_symmetric(Q.T @ AQ))
+    if not applied:
+        project(*bounds[-1])
+    Q = Q[:, :cols]
+    w, S = np.linalg.eigh(_symmetric(T[:cols, :cols]))
     order = np.argsort(-w, kind="stable")[:rank]
     return w[order], Q @ S[:, order]
 
