@@ -47,9 +47,11 @@ def ratings_problem(n=40, m=30, density=0.3, seed=1):
     return rows, cols, y.astype(float), (n, m), np.nonzero(~mask)
 
 
-def test_observed_kronecker_sum_is_the_dense_gaussian_posterior():
+@pytest.mark.parametrize("space", ["weights", "observations"])
+def test_observed_kronecker_sum_is_the_dense_gaussian_posterior(space):
     """Full eigenbases, a low-rank factor with a white complement (rest > 0), and a kernel scale: the
-    weight-space conjugate gradients give the dense conditional mean at every unobserved entry."""
+    conjugate gradients in either space (weights or observations) give the dense conditional mean at every
+    unobserved entry."""
     n, m = 12, 9
     K1, K2 = psd(n), psd(m)
     mask = RNG.random((n, m)) < 0.35
@@ -57,16 +59,38 @@ def test_observed_kronecker_sum_is_the_dense_gaussian_posterior():
     y = RNG.standard_normal(rows.size)
     hidden = ~mask
     full = ObservedKroneckerSum(Eigenbasis.symmetric(K1), Eigenbasis.symmetric(K2), rows, cols, (n, m))
-    mean, info = full.solve(y, noise=0.3, tol=1e-12)
+    mean, info = full.solve(y, noise=0.3, tol=1e-12, space=space)
     np.testing.assert_allclose(mean.rows(np.arange(n))[hidden],
                                dense_posterior(K1, K2, rows, cols, y, 0.3, (n, m))[hidden], atol=1e-9)
-    assert info["converged"]
+    assert info["converged"] and info["space"] == space
     w, V = np.linalg.eigh(K1)
     low = Eigenbasis.low_rank(V[:, -4:], w[-4:], rest=0.05)  # K1 = V diag(w) Vᵀ + 0.05 (I − V Vᵀ)
     mean, _ = ObservedKroneckerSum(low, Eigenbasis.symmetric(K2), rows, cols, (n, m)).solve(y, noise=0.3, scale=2.0,
-                                                                                             tol=1e-12)
+                                                                                             tol=1e-12, space=space)
     expected = dense_posterior(2 * low.matrix(), 2 * K2, rows, cols, y, 0.3, (n, m))
     np.testing.assert_allclose(mean.at(*np.nonzero(hidden)), expected[hidden], atol=1e-9)
+
+
+def test_observed_kronecker_sum_iterates_on_the_smaller_set_of_unknowns():
+    """The default space is the one with fewer unknowns: L observations against m r1 + n r2 weights."""
+    n, m = 30, 20
+    K1, K2 = psd(n), psd(m)
+    w1, V1 = np.linalg.eigh(K1)
+    low = Eigenbasis.low_rank(V1[:, -2:], w1[-2:], rest=0.0)  # r1 = 2: 20·2 + 30·20 = 640 weights
+    dense = RNG.random((n, m)) < 0.9   # 540 observations < 640 weights
+    sparse = RNG.random((n, m)) < 0.2  # 120 observations
+    for mask, space in ((dense, "observations"), (sparse, "observations")):
+        rows, cols = np.nonzero(mask)
+        assert ObservedKroneckerSum(low, Eigenbasis.symmetric(K2), rows, cols, (n, m)).space == space
+    tiny = Eigenbasis.low_rank(np.linalg.eigh(K2)[1][:, -1:], np.linalg.eigh(K2)[0][-1:], rest=0.0)
+    rows, cols = np.nonzero(dense)  # r1 = 2, r2 = 1: 20·2 + 30·1 = 70 weights < 540 observations
+    solver = ObservedKroneckerSum(low, tiny, rows, cols, (n, m))
+    assert solver.space == "weights"
+    y = RNG.standard_normal(rows.size)
+    a, _ = solver.solve(y, noise=0.2, tol=1e-12)
+    b, info = solver.solve(y, noise=0.2, tol=1e-12, space="observations")
+    assert info["space"] == "observations"
+    np.testing.assert_allclose(a.rows(np.arange(n)), b.rows(np.arange(n)), atol=1e-9)
 
 
 def test_conjugate_gradient_tolerance_is_a_knob_that_converges():

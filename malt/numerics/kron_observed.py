@@ -246,9 +246,18 @@ class ObservedKroneckerSum:
         # both products scatter (`ObservedMatrix`): Jᵀ's Ω part over the pattern, its Υ part over the transposed one
         self.pattern = p = Pattern(rows, cols, self.shape, width=CHUNK_BYTES // 8)
         self.transposed = Pattern(p.cols, p.rows, self.shape[::-1], width=CHUNK_BYTES // 8)
-        ones = np.ones(p.rows.size)
-        self.col_sq = p.matrix(ones).T @ (left.vectors ** 2)  # (m, r1): Σ_{i ∈ O_j} V1[i, a]²
-        self.row_sq = self.transposed.matrix(ones).T @ (right.vectors ** 2)  # (n, r2): Σ_{j ∈ O_i} V2[j, b]²
+        weights = self.shape[1] * left.vectors.shape[1] + self.shape[0] * right.vectors.shape[1]
+        self.space = "observations" if p.rows.size < weights else "weights"
+        self._squares = None
+
+    def squares(self) -> tuple[np.ndarray, np.ndarray]:
+        """(col_sq (m, r1): Σ_{i ∈ O_j} V1[i, a]², row_sq (n, r2): Σ_{j ∈ O_i} V2[j, b]²), the weight-space
+        preconditioner's sums, computed on first use (the observation space does not need them)."""
+        if self._squares is None:
+            ones = np.ones(self.pattern.rows.size)
+            self._squares = (self.pattern.matrix(ones).T @ (self.left.vectors ** 2),
+                             self.transposed.matrix(ones).T @ (self.right.vectors ** 2))
+        return self._squares
 
     def excess(self, basis: Eigenbasis) -> np.ndarray:
         """λ − ρ: the eigenvalues above the white-noise level the complement contributes."""
@@ -260,25 +269,38 @@ class ObservedKroneckerSum:
         return sum(0.0 if b.full_rank else float(b.rest) for b in (self.left, self.right))
 
     def solve(self, y, *, noise: float, scale: float = 1.0, tol: float = 1e-4, max_iter: int = 500,
-              progress=None) -> tuple[FactoredMean, dict]:
+              progress=None, space: str | None = None) -> tuple[FactoredMean, dict]:
         """Posterior mean of X given y (in the order of the ``rows``, ``cols`` given to the constructor) under
         the kernels ``scale`` × (K1, K2) and noise variance ``noise``, by preconditioned conjugate gradients to
         a relative preconditioned residual ``tol`` (√(rᵀD⁻¹r) ≤ tol × that of the right-hand side).
 
+        ``space``: the unknowns the iteration runs on — 'weights' (θ = (Ω, Υ), m r1 + n r2 of them: the normal
+        equations of the module docstring), 'observations' (one per observed entry, L of them: the dual
+        system (τ⁻¹ I + J Jᵀ) α = y, θ = Jᵀ α by the push-through identity (I + τ JᵀJ)⁻¹ τ Jᵀ = Jᵀ (τ⁻¹ I +
+        J Jᵀ)⁻¹, the same posterior mean), or None (default): the one with fewer unknowns (``self.space``).
+        Memory follows the unknowns: a sparse matrix with 14 ratings a row and rank-100 kernels has 14× fewer
+        observations than weights.
+
         Returns (`FactoredMean` with Z = [A1, Υ̂], W = [Ω̂, A2], whose entries are E[x_ij | y] at unobserved
-        positions, info with 'iterations', 'residual', 'converged'). ``progress(iteration, residual)`` is
-        called after every iteration.
+        positions, info with 'iterations', 'residual', 'converged', 'space'). ``progress(iteration, residual)``
+        is called after every iteration.
         """
+        space = self.space if space is None else space
+        if space not in ("weights", "observations"):
+            raise ValueError(f"space must be 'weights' or 'observations', not {space!r}")
         n, m = self.shape
         p, pt = self.pattern, self.transposed
         y = np.asarray(y, dtype=float)[p.order]
         tau = 1.0 / (noise + scale * self.white())
         A1 = self.left.vectors * np.sqrt(scale * self.excess(self.left))
         A2 = self.right.vectors * np.sqrt(scale * self.excess(self.right))
+        if space == "observations":
+            return self._solve_observations(y, tau, A1, A2, tol, max_iter, progress)
         r1, r2 = A1.shape[1], A2.shape[1]
         split = m * r1
-        D = np.concatenate([(1.0 + tau * scale * self.col_sq * self.excess(self.left)).ravel(),
-                            (1.0 + tau * scale * self.row_sq * self.excess(self.right)).ravel()])
+        col_sq, row_sq = self.squares()
+        D = np.concatenate([(1.0 + tau * scale * col_sq * self.excess(self.left)).ravel(),
+                            (1.0 + tau * scale * row_sq * self.excess(self.right)).ravel()])
 
         def scatter(e):
             """τ Jᵀ e: (Ω part (m, r1), Υ part (n, r2)) flattened."""
@@ -293,4 +315,29 @@ class ObservedKroneckerSum:
         theta, info = preconditioned_cg(lambda v: v + scatter(gather(v)), scatter(y), D, tol=tol, max_iter=max_iter,
                                         progress=progress)
         Omega, Upsilon = theta[:split].reshape(m, r1), theta[split:].reshape(n, r2)
-        return FactoredMean(np.hstack([A1, Upsilon]), np.hstack([Omega, A2])), info
+        return FactoredMean(np.hstack([A1, Upsilon]), np.hstack([Omega, A2])), {**info, "space": "weights"}
+
+    def _solve_observations(self, y, tau, A1, A2, tol, max_iter, progress) -> tuple[FactoredMean, dict]:
+        """`solve` in the observation space: (τ⁻¹ I + J Jᵀ) α = y by conjugate gradients preconditioned with
+        its diagonal τ⁻¹ + ‖A1[i]‖² + ‖A2[j]‖², then Ω̂ = Σ_{i ∈ O_j} α_ij A1[i], Υ̂ = Σ_{j ∈ O_i} α_ij A2[j]
+        (θ = Jᵀ α). One product J Jᵀ v holds one side's (m, r1) or (n, r2) scatter at a time, never both,
+        and the iteration's vectors have L entries. Cost O(L (r1 + r2)) per iteration, as the weight space."""
+        p, pt = self.pattern, self.transposed
+        rows, cols = p.rows, p.cols
+
+        def omega(v):  # (m, r1): the Ω part of Jᵀ v
+            return p.matrix(v).T @ A1
+
+        def upsilon(v):  # (n, r2): the Υ part of Jᵀ v
+            return pt.matrix(v[pt.order]).T @ A2
+
+        def apply(v):
+            out = sampled_products(A1, omega(v), rows, cols)
+            out += sampled_products(upsilon(v), A2, rows, cols)
+            out += v / tau
+            return out
+
+        D = 1.0 / tau + np.einsum("ij,ij->i", A1, A1)[rows] + np.einsum("ij,ij->i", A2, A2)[cols]
+        alpha, info = preconditioned_cg(apply, y, D, tol=tol, max_iter=max_iter, progress=progress)
+        return (FactoredMean(np.hstack([A1, upsilon(alpha)]), np.hstack([omega(alpha), A2])),
+                {**info, "space": "observations"})
