@@ -22,7 +22,9 @@ at every unobserved entry — the same number as the dual form K_{·O} (K_OO + �
 Cost: O(L (r1 + r2)) per iteration (one gather of the observed entries, and one scatter per side over the
 positions and over their transpose, each in cached column blocks: `ObservedMatrix`),
 O(L (r1 + r2) + (n + m)(r1 + r2)) memory; nothing of size n × n, m × m or n × m. The iterations needed do not
-grow with the size: 7–12 on MovieLens-100K and FilmTrust at a relative residual of 1e-4.
+grow with the size: 7–12 on MovieLens-100K and FilmTrust at a relative residual of 1e-4. When the L
+observations are fewer than the m r1 + n r2 weights, `ObservedKroneckerSum.solve` iterates on the dual system
+(τ⁻¹ I + J Jᵀ) α = y instead (θ = Jᵀ α, the same posterior mean): its vectors have L entries.
 """
 from __future__ import annotations
 
@@ -230,9 +232,9 @@ class ObservedKroneckerSum:
         The observed positions.
     shape : (n, m)
 
-    Building it costs O(L (r1 + r2)) (the squared eigenvectors summed over each column's and row's observed
-    entries, for the preconditioner) and O(L log L) for the transposed positions' order; every `solve` then costs
-    O(L (r1 + r2)) per iteration.
+    Building it costs O(L log L) for the transposed positions' order (the weight space's preconditioner, the
+    squared eigenvectors summed over each column's and row's observed entries, O(L (r1 + r2)), on its first
+    use); every `solve` then costs O(L (r1 + r2)) per iteration.
     """
 
     def __init__(self, left: Eigenbasis, right: Eigenbasis, rows, cols, shape):
@@ -289,7 +291,7 @@ class ObservedKroneckerSum:
         if space not in ("weights", "observations"):
             raise ValueError(f"space must be 'weights' or 'observations', not {space!r}")
         n, m = self.shape
-        p, pt = self.pattern, self.transposed
+        p = self.pattern
         y = np.asarray(y, dtype=float)[p.order]
         tau = 1.0 / (noise + scale * self.white())
         A1 = self.left.vectors * np.sqrt(scale * self.excess(self.left))
@@ -305,7 +307,7 @@ class ObservedKroneckerSum:
         def scatter(e):
             """τ Jᵀ e: (Ω part (m, r1), Υ part (n, r2)) flattened."""
             e = tau * e
-            return np.concatenate([(p.matrix(e).T @ A1).ravel(), (pt.matrix(e[pt.order]).T @ A2).ravel()])
+            return np.concatenate([self._omega(e, A1).ravel(), self._upsilon(e, A2).ravel()])
 
         def gather(theta):
             """J θ: the model's entries [A1, Υ][i] · [Ω, A2][j] at the observed positions (one pass)."""
@@ -322,22 +324,23 @@ class ObservedKroneckerSum:
         its diagonal τ⁻¹ + ‖A1[i]‖² + ‖A2[j]‖², then Ω̂ = Σ_{i ∈ O_j} α_ij A1[i], Υ̂ = Σ_{j ∈ O_i} α_ij A2[j]
         (θ = Jᵀ α). One product J Jᵀ v holds one side's (m, r1) or (n, r2) scatter at a time, never both,
         and the iteration's vectors have L entries. Cost O(L (r1 + r2)) per iteration, as the weight space."""
-        p, pt = self.pattern, self.transposed
-        rows, cols = p.rows, p.cols
-
-        def omega(v):  # (m, r1): the Ω part of Jᵀ v
-            return p.matrix(v).T @ A1
-
-        def upsilon(v):  # (n, r2): the Υ part of Jᵀ v
-            return pt.matrix(v[pt.order]).T @ A2
+        rows, cols = self.pattern.rows, self.pattern.cols
 
         def apply(v):
-            out = sampled_products(A1, omega(v), rows, cols)
-            out += sampled_products(upsilon(v), A2, rows, cols)
+            out = sampled_products(A1, self._omega(v, A1), rows, cols)
+            out += sampled_products(self._upsilon(v, A2), A2, rows, cols)
             out += v / tau
             return out
 
         D = 1.0 / tau + np.einsum("ij,ij->i", A1, A1)[rows] + np.einsum("ij,ij->i", A2, A2)[cols]
         alpha, info = preconditioned_cg(apply, y, D, tol=tol, max_iter=max_iter, progress=progress)
-        return (FactoredMean(np.hstack([A1, upsilon(alpha)]), np.hstack([omega(alpha), A2])),
+        return (FactoredMean(np.hstack([A1, self._upsilon(alpha, A2)]), np.hstack([self._omega(alpha, A1), A2])),
                 {**info, "space": "observations"})
+
+    def _omega(self, v, A1) -> np.ndarray:
+        """(m, r1): the Ω part of Jᵀ v, Σ_{i ∈ O_j} v_ij A1[i] (v in the pattern's order)."""
+        return self.pattern.matrix(v).T @ A1
+
+    def _upsilon(self, v, A2) -> np.ndarray:
+        """(n, r2): the Υ part of Jᵀ v, Σ_{j ∈ O_i} v_ij A2[j]."""
+        return self.transposed.matrix(v[self.transposed.order]).T @ A2
