@@ -85,7 +85,8 @@ def fit_biases(train, reg_user: float = 15.0, reg_item: float = 10.0, *, iterati
 
 
 BIAS_CHUNK = 1 << 20
-"""Ratings per step of `biases_at`'s sums (three float64 temporaries of 8 MiB each, not of the whole training set)."""
+"""Ratings per step of `biases_at`'s sums (three float64 temporaries of 8 MiB each, not of the whole training set;
+a training set of at most this many keeps its centred ratings, one such array, for the whole fit)."""
 
 
 def biases_at(rows, cols, y, shape, reg_user: float = 15.0, reg_item: float = 10.0, *, iterations: int = 100,
@@ -96,12 +97,15 @@ def biases_at(rows, cols, y, shape, reg_user: float = 15.0, reg_item: float = 10
     nu = np.bincount(rows, minlength=n)
     ni = np.bincount(cols, minlength=m)
     bu, bi = np.zeros(n), np.zeros(m)
+    centred = y - mu if y.size <= BIAS_CHUNK else None  # within one chunk: r − μ formed once, not every sweep
 
     def residual_sums(by, other, other_bias, size):  # Σ (r − μ − b_other) per index, BIAS_CHUNK ratings at a time
+        if centred is not None:
+            return np.bincount(by, centred - np.take(other_bias, other), minlength=size)  # np.take: other_bias[other]
         total = np.zeros(size)
         for start in range(0, y.size, BIAS_CHUNK):
             part = slice(start, start + BIAS_CHUNK)
-            total += np.bincount(by[part], (y[part] - mu) - other_bias[other[part]], minlength=size)
+            total += np.bincount(by[part], (y[part] - mu) - np.take(other_bias, other[part]), minlength=size)
         return total
 
     for _ in range(iterations):
