@@ -34,11 +34,15 @@ from malt.numerics.linalg import ENTRY_CHUNK, dot_at  # noqa: F401 (re-exported 
 
 
 def row_grams(csr: sp.csr_matrix, V: np.ndarray, weights=None, outer: np.ndarray | None = None) -> np.ndarray:
-    """G_i = Σ_{j : csr_ij ≠ 0} w_ij v_j v_jᵀ for every row i, shape (n, k, k). O(L k²) time.
+    """G_i = Σ_{j : csr_ij ≠ 0} w_ij v_j v_jᵀ for every row i, shape (n, k, k). O(L k²/2) time.
 
-    When V has at most TABLE_ROWS rows: one sparse × dense product with the (m, k²) table of its rows'
-    outer products (``outer``, `outer_products`, passed in when one table serves several calls).
-    Otherwise that table would outgrow the fit (500,000 items at k = 21: 1.8 GB), and rows are taken in
+    Only the upper triangle's k(k+1)/2 entries are summed (`outer_products`) and mirrored: the same
+    numbers as the full square, bit for bit (v_a v_b and v_b v_a are one float product), at half the
+    table and half the sparse product.
+
+    When V has at most TABLE_ROWS rows: one sparse × dense product with the (m, k(k+1)/2) table of its
+    rows' outer products (``outer``, `outer_products`, passed in when one table serves several calls).
+    Otherwise that table would outgrow the fit (500,000 items at k = 21: 0.9 GB), and rows are taken in
     runs of about GRAM_ENTRIES ratings, the run's v_j v_jᵀ (one per rating) summed per row by one
     ``np.add.reduceat``; a row with more ratings than that is one product V_iᵀ diag(w_i) V_i. Memory
     O(TABLE_ROWS k²) or O(GRAM_ENTRIES k²) beside the output. ``weights``: values of ``csr`` (default all
@@ -49,7 +53,7 @@ def row_grams(csr: sp.csr_matrix, V: np.ndarray, weights=None, outer: np.ndarray
     w = np.ones(csr.nnz) if weights is None else np.asarray(weights, float)
     if outer is not None or V.shape[0] <= TABLE_ROWS:
         pattern = sp.csr_matrix((w, csr.indices, csr.indptr), shape=csr.shape)
-        return np.asarray(pattern @ (outer_products(V) if outer is None else outer)).reshape(n, k, k)
+        return _mirrored(np.asarray(pattern @ (outer_products(V) if outer is None else outer)), k)
     counts = np.diff(csr.indptr)
     out = np.zeros((n, k, k))
     for i in np.flatnonzero(counts > GRAM_ENTRIES):
@@ -60,20 +64,30 @@ def row_grams(csr: sp.csr_matrix, V: np.ndarray, weights=None, outer: np.ndarray
     if light.size:
         ends = np.cumsum(counts[light])
         cuts = np.searchsorted(ends, np.arange(GRAM_ENTRIES, ends[-1], GRAM_ENTRIES), side="right")
+        tri_row, tri_col = np.triu_indices(k)
         for run in np.split(light, np.unique(cuts)):
             if run.size == 0:
                 continue
             pos = _positions(csr.indptr, run, counts)
             X = V[csr.indices[pos]]
-            products = ((w[pos, None] * X)[:, :, None] * X[:, None, :]).reshape(pos.size, k * k)
+            products = (w[pos, None] * X)[:, tri_row] * X[:, tri_col]
             starts = np.r_[0, np.cumsum(counts[run])[:-1]]
-            out[run] = np.add.reduceat(products, starts, axis=0).reshape(run.size, k, k)
+            out[run] = _mirrored(np.add.reduceat(products, starts, axis=0), k)
     return out
 
 
 def outer_products(V: np.ndarray) -> np.ndarray:
-    """(m, k²) table of v_j v_jᵀ, row by row."""
-    return (V[:, :, None] * V[:, None, :]).reshape(V.shape[0], -1)
+    """(m, k(k+1)/2) table of the upper triangles of v_j v_jᵀ (``np.triu_indices`` order), row by row."""
+    tri_row, tri_col = np.triu_indices(V.shape[1])
+    return np.take(V, tri_row, axis=1) * np.take(V, tri_col, axis=1)  # np.take: faster than V[:, index]
+
+
+def _mirrored(half: np.ndarray, k: int) -> np.ndarray:
+    """(n, k, k) symmetric matrices from their (n, k(k+1)/2) upper triangles in ``np.triu_indices`` order."""
+    tri_row, tri_col = np.triu_indices(k)
+    position = np.empty((k, k), dtype=np.intp)  # (a, b) -> the upper-triangle entry holding it
+    position[tri_row, tri_col] = position[tri_col, tri_row] = np.arange(tri_row.size)
+    return half[:, position.ravel()].reshape(half.shape[0], k, k)
 
 
 def _positions(indptr: np.ndarray, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -84,9 +98,9 @@ def _positions(indptr: np.ndarray, rows: np.ndarray, counts: np.ndarray) -> np.n
 
 
 GRAM_ENTRIES = 1 << 12
-"""Ratings whose outer products `row_grams` forms at once (GRAM_ENTRIES · k² · 8 bytes: 14 MiB at k = 21)."""
+"""Ratings whose outer products `row_grams` forms at once (GRAM_ENTRIES · k(k+1)/2 · 8 bytes: 7.6 MiB at k = 21)."""
 TABLE_ROWS = 1 << 15
-"""The most rows of V whose whole outer-product table `row_grams` forms (≤ 116 MiB at k = 21: a small side,
+"""The most rows of V whose whole outer-product table `row_grams` forms (≤ 61 MiB at k = 21: a small side,
 such as Netflix's 17,770 items; the sparse product with it is the faster path)."""
 
 
@@ -120,23 +134,46 @@ def ridge_rows(csr: sp.csr_matrix, V: np.ndarray, reg, col_offset: np.ndarray | 
     for c in range(1, short):
         for chunk in _chunks(np.flatnonzero(counts == c)):
             pos = csr.indptr[chunk][:, None] + np.arange(c)
-            Vi = V[csr.indices[pos]]                       # (g, c, k)
+            cols = csr.indices[pos]
+            Vi = np.take(V, cols, axis=0)                  # (g, c, k); np.take: the same rows as V[cols], faster
             VD = Vi / d
             M = VD @ Vi.transpose(0, 2, 1)
             M += np.eye(c)
-            r = csr.data[pos] if col_offset is None else csr.data[pos] - col_offset[csr.indices[pos]]
-            z = np.linalg.solve(M, r[..., None])  # (g, c, 1)
+            r = csr.data[pos] if col_offset is None else csr.data[pos] - np.take(col_offset, cols)
+            r = r[..., None]
+            z = r / M if c == 1 else np.linalg.solve(M, r)  # (g, c, 1); a 1 × 1 LU solve is this division
             out[chunk] = (VD.transpose(0, 2, 1) @ z)[..., 0]
-    outer = outer_products(V) if V.shape[0] <= TABLE_ROWS else None  # one table for every chunk
-    for chunk in _chunks(np.flatnonzero(counts >= short)):
+    long_rows = np.flatnonzero(counts >= short)
+    if long_rows.size == 0:
+        return out
+    table = _table_of_rated(csr, V, counts >= short) if V.shape[0] <= TABLE_ROWS else None  # one for every chunk
+    for chunk in _chunks(long_rows):
         sub = csr[chunk]
-        A = row_grams(sub, V, outer=outer)
+        if table is None:
+            A = row_grams(sub, V)
+        else:
+            slot, V_rated, outer = table
+            A = row_grams(sp.csr_matrix((sub.data, slot[sub.indices], sub.indptr), shape=(chunk.size, V_rated.shape[0])),
+                          V_rated, outer=outer)
         A += np.diag(d)
         if col_offset is not None:  # the chunk's targets only, never the whole side's
             sub = sp.csr_matrix((sub.data - col_offset[sub.indices], sub.indices, sub.indptr), shape=sub.shape)
         b = np.asarray(sub @ V, dtype=float)
         out[chunk] = np.linalg.solve(A, b[..., None])[..., 0]
     return out
+
+
+def _table_of_rated(csr: sp.csr_matrix, V: np.ndarray, rows: np.ndarray):
+    """(slot, V_rated, its `outer_products`): the outer-product table of only the rows of V that the rows
+    ``rows`` (a mask) of ``csr`` rate — on CiaoDVD the long rows rate 60 % of the items — and ``slot``, each
+    column's row in it (monotone, so every Gram sums the same products in the same order: the same numbers
+    bit for bit). O(L + rated k²)."""
+    rated = np.zeros(V.shape[0], dtype=bool)
+    rated[csr.indices[np.repeat(rows, np.diff(csr.indptr))]] = True
+    if rated.all():
+        return np.arange(V.shape[0]), V, outer_products(V)
+    V_rated = V[rated]
+    return np.cumsum(rated) - 1, V_rated, outer_products(V_rated)
 
 
 def _chunks(rows: np.ndarray):
@@ -200,7 +237,8 @@ class Block:
             a, z = self.indptr[lo], self.indptr[hi]
             r = np.repeat(np.arange(lo, hi), np.diff(self.indptr[lo:hi + 1]))
             c = self.cols[a:z]
-            e = self.y[a:z].astype(np.float64) - mu - b[r] - col_bias[c] - dot_at(P, col_factors, r, c)
+            e = (self.y[a:z].astype(np.float64) - mu - np.take(b, r) - np.take(col_bias, c)  # np.take: b[r], faster
+                 - dot_at(P, col_factors, r, c))
             total += float(e @ e)
         return total
 

@@ -85,7 +85,8 @@ def fit_biases(train, reg_user: float = 15.0, reg_item: float = 10.0, *, iterati
 
 
 BIAS_CHUNK = 1 << 20
-"""Ratings per step of `biases_at`'s sums (three float64 temporaries of 8 MiB each, not of the whole training set)."""
+"""Ratings per step of `biases_at`'s sums (three float64 temporaries of 8 MiB each, not of the whole training set;
+a training set of at most this many keeps its centred ratings, one such array, for the whole fit)."""
 
 
 def biases_at(rows, cols, y, shape, reg_user: float = 15.0, reg_item: float = 10.0, *, iterations: int = 100,
@@ -96,12 +97,15 @@ def biases_at(rows, cols, y, shape, reg_user: float = 15.0, reg_item: float = 10
     nu = np.bincount(rows, minlength=n)
     ni = np.bincount(cols, minlength=m)
     bu, bi = np.zeros(n), np.zeros(m)
+    centred = y - mu if y.size <= BIAS_CHUNK else None  # within one chunk: r − μ formed once, not every sweep
 
     def residual_sums(by, other, other_bias, size):  # Σ (r − μ − b_other) per index, BIAS_CHUNK ratings at a time
+        if centred is not None:
+            return np.bincount(by, centred - np.take(other_bias, other), minlength=size)  # np.take: other_bias[other]
         total = np.zeros(size)
         for start in range(0, y.size, BIAS_CHUNK):
             part = slice(start, start + BIAS_CHUNK)
-            total += np.bincount(by[part], (y[part] - mu) - other_bias[other[part]], minlength=size)
+            total += np.bincount(by[part], (y[part] - mu) - np.take(other_bias, other[part]), minlength=size)
         return total
 
     for _ in range(iterations):
@@ -137,7 +141,8 @@ class Observed:
 
 def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10.0, *, iterations: int = 50,
                   tol: float = 1e-5, rng: np.random.Generator | None = None, init_scale: float = 0.1,
-                  start: dict | None = None, client=None, blocks: int | None = None) -> dict:
+                  start: dict | None = None, client=None, blocks: int | None = None, biases: Biases | None = None,
+                  monitor=None) -> dict:
     """Biased MF r̂_ui = μ + b_u + b_i + p_uᵀ q_i by alternating exact ridge solves.
 
     User step: for every u, (b_u, p_u) = argmin Σ_{i∈O_u} (r_ui − μ − b_i − b_u − p_uᵀ q_i)²
@@ -153,6 +158,11 @@ def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10
         into ``blocks`` row blocks per side (default one per worker), each held by one worker for the
         whole fit (`malt.algorithms.als_blocks`); without a client, ``blocks`` > 1 cuts them the same
         way in this process. The same numbers either way.
+    biases : without a ``start``, the bias model of these ratings at ``reg_bias`` (`biases_at`) if the caller
+        has it already (default: fitted here).
+    monitor : called after every sweep with the current fit (a dict as returned, its P and Q views valid during
+        the call only); a True return ends the fit there — how a path candidate is abandoned once its held-out
+        error has turned (`choose_penalties`).
 
     Returns dict with 'mu', 'bu' (n,), 'bi' (m,), 'P' (n, rank), 'Q' (m, rank), 'objective' (list).
     Cost O(L rank² + (n + m) rank³) per sweep for L ratings.
@@ -164,7 +174,7 @@ def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10
     if start is not None and start["Q"].shape == (m, rank):
         mu, bu, bi, Q = start["mu"], start["bu"].copy(), start["bi"].copy(), start["Q"]
     else:
-        b0 = biases_at(rows, cols, y, (n, m), reg_bias, reg_bias)
+        b0 = biases_at(rows, cols, y, (n, m), reg_bias, reg_bias) if biases is None else biases
         mu, bu, bi = b0.mu, b0.user.copy(), b0.item.copy()
         rng.standard_normal((n, rank))  # P's draw: the user step never reads P, but Q's draw follows it in the stream
         Q = init_scale * rng.standard_normal((m, rank))
@@ -192,8 +202,10 @@ def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10
             P, Q = user_design[:, 1:], item_design[:, 1:]
             sse = sides.squared_error(mu, bu, bi, P, Q)
             objective.append(float(sse + reg * (np.sum(P * P) + np.sum(Q * Q)) + reg_bias * (bu @ bu + bi @ bi)))
+            stop = monitor is not None and monitor({"mu": mu, "bu": bu, "bi": bi, "P": P, "Q": Q,
+                                                     "objective": objective})
             del P, Q  # views: they would keep the designs the next sweep replaces alive
-            if len(objective) > 1 and objective[-2] - objective[-1] <= tol * objective[-2]:
+            if stop or len(objective) > 1 and objective[-2] - objective[-1] <= tol * objective[-2]:
                 break
     finally:
         if client is not None:
@@ -261,12 +273,15 @@ class BiasedMF(Algorithm):
 
     With select='inner-cv' (the default) the penalties are chosen on one holdout of the training ratings
     by structure rather than by a grid of refits: the bias penalty on the bias model alone, then λ along
-    a warm-started path (`choose_penalties`); the final fit starts from the chosen holdout fit."""
+    a warm-started path that stops, mid-fit, where the held-out error turns (`choose_penalties`); the final
+    fit starts from the chosen holdout fit."""
 
     name = "biased-mf"
     tasks = frozenset({"ratings"})
     Params = BiasedMFParams
-    version = "3"  # v2: λ by inner CV over reg_grid; v3: reg_bias chosen too, warm-started λ path, tol 1e-3
+    version = "4"  # v2: λ by inner CV over reg_grid; v3: reg_bias chosen too, warm-started λ path, tol 1e-3;
+    # v4: path candidates abandoned mid-fit once their held-out error has turned (ABANDON_RISES): the losing
+    # candidates' inner-CV scores (diagnostics) change; the chosen fit and the predictions are v3's bit for bit
 
     def run(self, split, params, ctx):
         if params.split_fit:
@@ -309,16 +324,17 @@ def biased_mf_at(f: dict, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     return f["mu"] + f["bu"][rows] + f["bi"][cols] + dot_at(f["P"], f["Q"], rows, cols)
 
 
-def collapse_threshold(rows, cols, y, shape, reg_bias: float, rank: int | None = None) -> tuple[float, dict]:
+def collapse_threshold(rows, cols, y, shape, reg_bias: float, rank: int | None = None,
+                       biases: Biases | None = None) -> tuple[float, dict]:
     """(σ, the bias model as an `als_biased_mf` result with zero factors): for λ ≥ σ, the largest singular
     value of the bias model's residual at the observed entries (zero elsewhere), zero factors are a local
     minimum of biased MF's objective — its Hessian in (P, Q) there is [[λI, −R], [−Rᵀ, λI]], positive
     semi-definite exactly when λ ≥ σ_max(R) — and the point where ALS from small factors ends. Such a
-    candidate λ is the bias model, scored without a fit. Cost: `fit_biases` plus one sparse top singular
-    value (Lanczos, a few dozen products with R)."""
+    candidate λ is the bias model, scored without a fit. Cost: `fit_biases` (none when ``biases``, that model
+    at ``reg_bias``, is given) plus one sparse top singular value (Lanczos, a few dozen products with R)."""
     from scipy.sparse.linalg import svds
 
-    b = biases_at(rows, cols, y, shape, reg_bias, reg_bias)
+    b = biases_at(rows, cols, y, shape, reg_bias, reg_bias) if biases is None else biases
     R = sp.csr_matrix((y - b.at(rows, cols), (rows, cols)), shape=shape)
     sigma = float(svds(R, k=1, return_singular_vectors=False, random_state=0)[0]) if min(shape) > 1 else float("inf")
     k = 1 if rank is None else rank
@@ -336,15 +352,18 @@ def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, pr
     ``inner_rounds`` of ``inner_folds`` folds of the training ratings.
 
     1. reg_bias from ``reg_bias_grid`` by the held-out squared error of the bias model μ + b_u + b_i
-       (`fit_biases`, O(L) per sweep) — the factors' penalty does not move the biases' optimum much, and
-       the bias model costs a fraction of one ALS sweep.
+       (`biases_at`, O(L) per sweep) — the factors' penalty does not move the biases' optimum much, and the
+       bias model costs a fraction of one ALS sweep. The chosen candidate's bias model is reused below (the
+       collapse check and the first ALS start: the fit they would make themselves, not made again).
     2. λ from ``reg_grid`` at that reg_bias, strongest first, each ALS fit warm-started from the previous
        candidate's fit on the same part (`als_biased_mf`'s ``start``; not from a fit whose factors
        vanished): cost about one ALS fit plus a few sweeps per further candidate, instead of one cold
        fit each. The path stops after the first candidate whose held-out squared error exceeds the best
        so far by more than ``PATH_TURN`` (relative; the error along a ridge path turns once, and the
        strongest penalties all give the bias model, a flat start that must not stop the path); later
-       candidates score inf.
+       candidates score inf. A candidate is itself abandoned once its held-out error, checked after
+       every sweep, is past that turn and has risen for ``ABANDON_RISES`` sweeps in a row (it would lose;
+       its score is the error there, still past the turn).
        A candidate λ at or above the bias residual's top singular value (`collapse_threshold`) is the
        bias model and is scored without an ALS fit.
 
@@ -358,9 +377,14 @@ def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, pr
     def part(tr):
         return sp.coo_matrix((y[tr], (rows[tr], cols[tr])), shape=shape)
 
+    def part_key(tr, val):
+        return tr.size, int(val[:3].sum())
+
+    bias_fits: dict = {}  # (part, reg_bias) -> that part's bias model
     if params.reg_bias_grid:
         def bias_loss(option, tr, val):
-            b = biases_at(rows[tr], cols[tr], y[tr], shape, option.reg_bias, option.reg_bias)
+            b = bias_fits[part_key(tr, val), option.reg_bias] = biases_at(rows[tr], cols[tr], y[tr], shape,
+                                                                         option.reg_bias, option.reg_bias)
             return float(np.mean((b.at(rows[val], cols[val]) - y[val]) ** 2))
 
         bias_choice = select(candidates(params, {"reg_bias": params.reg_bias_grid}), bias_loss, ids)
@@ -372,20 +396,24 @@ def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, pr
     thresholds: dict = {}  # per inner part: (σ_max of the bias model's residual, that model as a fit)
 
     def evaluate(option, tr, val):
-        key = tr.size, int(val[:3].sum())
+        key = part_key(tr, val)
         last = chains.get(key)
         if last is not None and last["worse"]:
             return float("inf")  # pruned: the path has turned upwards
+        biases = bias_fits.get((key, option.reg_bias))
         if key not in thresholds:
-            thresholds[key] = collapse_threshold(rows[tr], cols[tr], y[tr], shape, option.reg_bias, option.rank)
+            thresholds[key] = collapse_threshold(rows[tr], cols[tr], y[tr], shape, option.reg_bias, option.rank,
+                                                 biases=biases)
+        held_out = rows[val], cols[val], y[val]
         if option.reg >= thresholds[key][0]:
             f = thresholds[key][1]  # the bias model: zero factors are where ALS ends at this penalty
         else:
             start = last["fit"] if last is not None and np.any(last["fit"]["Q"]) else None
+            monitor = None if last is None else _abandon_after_turn(held_out, last["best"])
             f = als_biased_mf(part(tr), option.rank, option.reg, option.reg_bias, iterations=option.iterations,
-                              tol=option.tol, rng=np.random.default_rng(0), start=start, client=client)
-        est = f["mu"] + f["bu"][rows[val]] + f["bi"][cols[val]] + dot_at(f["P"], f["Q"], rows[val], cols[val])
-        loss = float(np.mean((est - y[val]) ** 2))
+                              tol=option.tol, rng=np.random.default_rng(0), start=start, client=client,
+                              biases=biases, monitor=monitor)
+        loss = _held_out_mse(f, *held_out)
         best = min(loss, last["best"]) if last is not None else loss
         chains[key] = {"fit": f, "best": best, "worse": loss > best * (1 + PATH_TURN)}
         fits[option.reg] = f
@@ -399,6 +427,29 @@ def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, pr
                             "selected_reg_bias": choice.best.reg_bias,
                             "inner_cv_bias_score": float(np.nanmin(bias_choice.scores))})
     return choice.best, diagnostics, fits.get(choice.best.reg)
+
+
+ABANDON_RISES = 2
+"""Sweeps in a row whose held-out error rose, past the path's turn, after which `choose_penalties` abandons a
+candidate's fit."""
+
+
+def _held_out_mse(f: dict, rows, cols, y) -> float:
+    return float(np.mean((biased_mf_at(f, rows, cols) - y) ** 2))
+
+
+def _abandon_after_turn(held_out, best: float):
+    """An `als_biased_mf` monitor: True once the fit's held-out squared error at ``held_out`` (rows, cols, y)
+    exceeds ``best`` by more than PATH_TURN (relative) and has risen for ABANDON_RISES sweeps in a row.
+    Cost O(len(y) k) per sweep."""
+    errors = []
+
+    def turned(f) -> bool:
+        errors.append(_held_out_mse(f, *held_out))
+        recent = errors[-ABANDON_RISES - 1:]
+        rising = len(recent) == ABANDON_RISES + 1 and all(a < b for a, b in zip(recent[:-1], recent[1:]))
+        return rising and errors[-1] > best * (1 + PATH_TURN)
+    return turned
 
 
 VALIDATION_BLOCK = 1024

@@ -190,6 +190,65 @@ def test_biased_mf_penalty_path_prunes_after_the_turn_and_reports_its_choice(mon
     assert all(path[i] <= np.min(path[:i]) * (1 + PATH_TURN) for i in range(1, turn - 1))
 
 
+def test_a_monitor_ends_the_fit_after_the_sweep_it_returns_true_and_given_biases_are_the_fit_it_would_make():
+    """``monitor`` sees every sweep's fit and a True ends the fit there: the same numbers as a fit of that many
+    sweeps. ``biases`` (the bias model the fit would start from) and the collapse check's own bias model
+    change nothing either."""
+    from malt.algorithms.recommenders import biases_at, collapse_threshold, training_triplets
+
+    train, _, _ = _ratings(15, 10, seed=5)
+    seen = []
+
+    def after_two(f):
+        seen.append((len(f["objective"]), f["P"].shape, f["Q"].shape))
+        return len(f["objective"]) == 2
+    stopped = als_biased_mf(train, rank=2, reg=0.5, reg_bias=1.0, iterations=50, tol=0, monitor=after_two)
+    two = als_biased_mf(train, rank=2, reg=0.5, reg_bias=1.0, iterations=2, tol=0)
+    assert seen == [(1, (15, 2), (10, 2)), (2, (15, 2), (10, 2))] and len(stopped["objective"]) == 2
+    for name in ("bu", "bi", "P", "Q"):
+        np.testing.assert_array_equal(stopped[name], two[name])
+    rows, cols, y, shape = training_triplets(train)
+    b = biases_at(rows, cols, y, shape, 1.0, 1.0)
+    given = als_biased_mf(train, rank=2, reg=0.5, reg_bias=1.0, iterations=2, tol=0, biases=b)
+    for name in ("bu", "bi", "P", "Q"):
+        np.testing.assert_array_equal(given[name], two[name])
+    assert collapse_threshold(rows, cols, y, shape, 1.0, 2, biases=b)[0] == collapse_threshold(rows, cols, y, shape,
+                                                                                               1.0, 2)[0]
+
+
+def test_a_path_candidate_past_the_turn_is_abandoned_mid_fit_without_changing_the_choice(monkeypatch):
+    """Abandoning a candidate whose held-out error has turned (ABANDON_RISES sweeps rising, past PATH_TURN)
+    changes neither the choice nor the chosen holdout fit, only the abandoned candidate's score — still past
+    the turn, so the path stops there as it would have."""
+    import malt.algorithms.recommenders as rec
+    from malt.numerics import selection
+
+    train, _, _ = _ratings(60, 40, density=0.3, seed=8, rank=3)
+    params = rec.BiasedMFParams(reg_grid=(100.0, 30.0, 10.0, 3.0, 1.0, 0.3, 0.1, 0.03), tol=1e-6)
+    scores = []
+    original = selection.select
+
+    def recording(options, evaluate, ids, **kw):
+        out = original(options, evaluate, ids, **kw)
+        scores.append(out.scores)
+        return out
+    monkeypatch.setattr(rec, "select", recording)
+    chosen, _, start = rec.choose_penalties(params, train, np.random.default_rng(0))
+    abandoning = scores[-1]
+    monkeypatch.setattr(rec, "ABANDON_RISES", 10 ** 6)  # never abandoned: every candidate fitted to tol
+    chosen_full, _, start_full = rec.choose_penalties(params, train, np.random.default_rng(0))
+    full = scores[-1]
+    assert chosen == chosen_full
+    for name in ("bu", "bi", "P", "Q"):
+        np.testing.assert_array_equal(start[name], start_full[name])
+    finite = np.isfinite(full)
+    turn = int(np.argmin(finite)) - 1  # the candidate the path stopped after
+    np.testing.assert_array_equal(np.isfinite(abandoning), finite)
+    np.testing.assert_array_equal(abandoning[:turn], full[:turn])
+    assert abandoning[turn] != full[turn]                                    # this one was abandoned ...
+    assert abandoning[turn] > np.min(abandoning[:turn]) * (1 + rec.PATH_TURN)  # ... past the turn
+
+
 def test_biased_mf_recovers_a_complete_biased_low_rank_matrix():
     _, truth, _ = _ratings(20, 15, density=1.0, seed=4)
     r, c = np.indices(truth.shape).reshape(2, -1)
