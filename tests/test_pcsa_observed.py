@@ -239,3 +239,53 @@ def test_exposure_scores_span_popularity_and_the_predicted_ratings():
     half = exposure_scores(Fit(), rows, cols, x, 5, 0.5)(r)
     np.testing.assert_allclose(half, pop + 0.5 * (Fit.table - x.mean()) / x.std())
 
+
+
+def test_behind_stops_only_a_candidate_rising_for_rising_sweeps_above_the_lead():
+    """pcsa's early stop of a losing inner-CV candidate (issue 46), on a written-out holdout-error sequence:
+    true exactly from the first sweep whose error has risen over the last ``rising`` sweeps and exceeds the
+    best by more than ``margin``; never for the first candidate (best = inf)."""
+    from malt.algorithms.pcsa import behind
+
+    errors = [1.0, 0.9, 0.8, 0.81, 0.82, 0.83, 0.84, 0.85, 0.86, 0.87]   # minimum at sweep 3, then rising
+    def stops(best, margin, rising):
+        stop = behind(lambda at: at, best, margin, rising)
+        return [stop(e) for e in errors]
+    # best 0.8: every error from sweep 4 on is above 0.8 (1 + 1e-3); five rises complete at sweep 8 (0.85)
+    assert stops(0.8, 1e-3, 5) == [False] * 7 + [True] * 3
+    # a lead the rising errors reach only at 0.86: stops there
+    assert stops(0.8, 0.07, 5) == [False] * 8 + [True] * 2
+    # three rises complete at sweep 6
+    assert stops(0.8, 1e-3, 3) == [False] * 5 + [True] * 5
+    # below the best's error (by any margin) or the first candidate: never
+    assert not any(stops(0.9, 1e-3, 5))
+    assert not any(stops(np.inf, 1e-3, 1))
+    # errors above the best but not rising for long enough: never
+    stop = behind(lambda at: at, 0.5, 1e-3, 5)
+    assert not any(stop(e) for e in [0.9, 0.8, 0.81, 0.82, 0.80, 0.81, 0.82, 0.83, 0.84])
+
+
+def test_a_true_callback_ends_the_fit_and_the_stop_sees_the_means_in_the_data_orientation():
+    """``callback`` returning true ends pcsa_observed_fit after that sweep; `ObservedFit`'s ``stop`` gets
+    ``at(rows, cols)`` of the current means in the caller's orientation (the fit flips a matrix with more rows
+    than columns), so at the stopping sweep it equals the fit's own ``at``."""
+    from malt.algorithms.pcsa import ObservedFit, PCSAParams
+    from malt.engine.context import Context
+
+    rng = np.random.default_rng(5)
+    n, m = 90, 40                                     # more rows than columns: the fit runs on the transpose
+    T = rng.standard_normal((n, 2)) @ rng.standard_normal((2, m))
+    r, c = np.nonzero(rng.random((n, m)) < 0.5)
+    x = T[r, c] + 0.2 * rng.standard_normal(r.size)
+    fit = pcsa_observed_fit(r, c, x, (n, m), d1=3, d2=3, max_iter=50, tol=0.0, rng=np.random.default_rng(0),
+                            callback=lambda it, _: it == 2)
+    assert fit["iterations"] == 3 and len(fit["bound"]) == 3
+    seen = []
+
+    def stop(at):
+        seen.append(at(r, c))
+        return len(seen) == 4
+    params = PCSAParams(rank=3, max_iter=50, tol=0.0, select="none")
+    stopped = ObservedFit(r, c, x, (n, m), params, Context.for_arrays(np.zeros((n, 1)), seed=0), "ard", stop=stop)
+    assert stopped.diagnostics["iterations"] == 4
+    np.testing.assert_allclose(seen[-1], stopped.at(r, c), rtol=0, atol=1e-12)

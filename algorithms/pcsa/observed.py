@@ -284,7 +284,8 @@ def pcsa_observed_fit(rows, cols, x, shape, *, d1=20, d2=20, prior="ard", biases
         plain coordinate ascent (more iterations, increasingly so with more rows).
 
     Stops when the bound's relative increase is below ``tol``. ``callback(it, fit)`` after every
-    iteration with the current means.
+    iteration with the current means; a true return value stops the fit there (an inner-CV candidate
+    that has fallen behind: see ``pcsa.observed_fit``).
 
     Returns dict with ``U`` (D1, d) = [1, Ā, Z̄ᵀ, c̄] and ``V`` (D2, d) = [ē, Ȳᵀ, B̄, 1] (without
     biases [Ā, Z̄ᵀ] and [Ȳᵀ, B̄]; the posterior mean of x_ij is U[i] · V[j]), ``tau``, ``bound``
@@ -413,8 +414,8 @@ def pcsa_observed_fit(rows, cols, x, shape, *, d1=20, d2=20, prior="ard", biases
         else:
             Lb += -np.sum(np.log(alphaA)) - np.sum(np.log(alphaB))
         bounds.append(float(Lb))
-        if callback is not None:
-            callback(it, {"U": U, "V": V})
+        if callback is not None and callback(it, {"U": U, "V": V}):
+            break
         if it > 0 and abs(bounds[-1] - bounds[-2]) <= tol * abs(bounds[-2]):
             break
         # drop the components ARD has switched off: the energy ‖ū_k‖²‖v̄_k‖² of component k's posterior
