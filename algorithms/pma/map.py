@@ -655,9 +655,13 @@ def _run_ratings(split, params, ctx):
             diagnostics["eigenpairs"] = [moments["E1"].vectors.shape[1], moments["E2"].vectors.shape[1]]
     scores = fit["scores"]
     if not by_ratings:
-        def ranking(fit_rows, fit_cols, fit_y, score_rows, option, cache=None):
+        def ranking(fit_rows, fit_cols, fit_y, score_rows, option, cache=None, screen=False):
+            """The zero-filled fit; ``screen`` (the selection's): on the low-rank path whatever the size — the
+            top ``rank`` eigenpairs by Krylov products instead of two dense eigendecompositions per rank_center
+            (MovieLens-100K fold 0, validation recall@20 of the four candidates: the same order on either path,
+            the best ahead by 0.023 on both)."""
             kw = dict(signal=option.rank_signal, center=option.rank_center == "columns", cache=cache)
-            if exact:
+            if exact and not screen:
                 return zero_filled_scores(fit_rows, fit_cols, fit_y, train.shape, score_rows, **kw)
             return zero_filled_scores_low_rank(fit_rows, fit_cols, fit_y, train.shape, score_rows, rank=params.rank,
                                                **kw)
@@ -671,7 +675,7 @@ def _run_ratings(split, params, ctx):
 
             def recall(option, fit_idx, val_idx):
                 fold = shared.setdefault((val_idx.size, int(val_idx[0]) if val_idx.size else -1), {})
-                got, _ = ranking(rows[fit_idx], cols[fit_idx], y[fit_idx], None, option, fold)
+                got, _ = ranking(rows[fit_idx], cols[fit_idx], y[fit_idx], None, option, fold, screen=True)
                 return validation_recall(rows[fit_idx], cols[fit_idx], train.shape, rows[val_idx], cols[val_idx],
                                          y[val_idx], got, relevant)
 
