@@ -279,7 +279,8 @@ class LocalBlocks:
         self.sides = tuple(cut_rows(S, blocks) for S in both_sides(rows, cols, y, shape))
 
     def half_step(self, side: int, design, other_bias, mu, pen) -> np.ndarray:
-        return np.concatenate([b.half_step(design, other_bias, mu, pen) for b in self.sides[side]])
+        parts = [b.half_step(design, other_bias, mu, pen) for b in self.sides[side]]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)  # one block: no copy of the side's solution
 
     def squared_error(self, mu, bu, bi, P, Q) -> float:
         """The fit's squared error from the row side's blocks (no other copy of the ratings is kept)."""

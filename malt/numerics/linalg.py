@@ -155,8 +155,9 @@ def to_dense(X) -> np.ndarray:
     return X.toarray() if sp.issparse(X) else np.asarray(X)
 
 
-ENTRY_CHUNK = 1 << 18
-"""Entries whose factor products `dot_at` forms at once (its temporaries: 2 · ENTRY_CHUNK · k floats)."""
+ENTRY_CHUNK = 1 << 16
+"""Entries whose factor products `dot_at` forms at once (its temporaries: 2 · ENTRY_CHUNK · k floats, 10 MiB at
+k = 10; at 1 << 18 they were the peak of a biased-mf fit of 10⁶ ratings)."""
 
 
 def dot_at(P: np.ndarray, Q: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
