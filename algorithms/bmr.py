@@ -361,9 +361,10 @@ class BMR(Algorithm):
     name = "bmr"
     tasks = frozenset({"multilabel", "missing"})
     Params = BMRParams
-    version = "7"  # constant features left out of the fit (4); calibrated decisions by default (5); shared
+    version = "8"  # constant features left out of the fit (4); calibrated decisions by default (5); shared
     #                thresholds learned on out-of-fold predictions, p ≥ n training rows handled (6);
     #                prior/calibrated/rscut decision candidates, paired one-SE (7)
+    # v8: macro-F1 from its own decisions (the macro-F1 family of malt.numerics.decisions)
     preload = ("scipy.linalg", "sklearn.linear_model")
     blas_threads: ClassVar[int | None] = 1
     """BLAS threads a run uses (None: the unit's setting). Each EM iteration alternates thin products

@@ -59,9 +59,10 @@ class CCML(Algorithm):
     name = "ccml"
     tasks = frozenset({"multilabel"})
     Params = CCMLParams
-    version = "5"  # C chosen by inner CV by default (2); stratified repeated inner CV, one-SE rule, shared
+    version = "6"  # C chosen by inner CV by default (2); stratified repeated inner CV, one-SE rule, shared
     #                thresholds (3: the chain still feeds its own ½-cut decisions to later links); chain order by
     #                label frequency (4); prior/calibrated/rscut decision candidates, paired one-SE (5)
+    # v6: macro-F1 from its own decisions (the macro-F1 family of malt.numerics.decisions)
     preload = ("sklearn.linear_model",)
 
     def run(self, split, params, ctx):

@@ -141,11 +141,12 @@ class CLR(Algorithm):
     name = "clr"
     tasks = frozenset({"multilabel"})
     Params = CLRParams
-    version = "7"  # RBF SVMs with Platt probabilities (2), C and γ by inner CV (3), Platt scaling by
+    version = "8"  # RBF SVMs with Platt probabilities (2), C and γ by inner CV (3), Platt scaling by
     #                stratified out-of-fold decision values (4; SVC(probability=True) is deprecated); stratified
     #                repeated inner CV, one-SE rule, shared thresholds learned on 3 inner refits (5); one
     #                precomputed kernel matrix per γ shared by labels and Cs (6: margins equal to 1e-6);
     #                prior/calibrated/rscut decision candidates, paired one-SE (7)
+    # v8: macro-F1 from its own decisions (the macro-F1 family of malt.numerics.decisions)
     preload = ("sklearn.svm", "sklearn.calibration", "sklearn.linear_model")
 
     def run(self, split, params, ctx):

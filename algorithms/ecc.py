@@ -54,9 +54,10 @@ class ECC(Algorithm):
     name = "ecc"
     tasks = frozenset({"multilabel"})
     Params = ECCParams
-    version = "4"  # C chosen by inner CV by default (2); stratified repeated inner CV, one-SE rule, shared
+    version = "5"  # C chosen by inner CV by default (2); stratified repeated inner CV, one-SE rule, shared
     #                thresholds learned on the inner CV's out-of-fold scores of one chain (3);
     #                prior/calibrated/rscut decision candidates, paired one-SE (4)
+    # v5: macro-F1 from its own decisions (the macro-F1 family of malt.numerics.decisions)
     preload = ("sklearn.linear_model",)
 
     def run(self, split, params, ctx):

@@ -54,10 +54,11 @@ class IBLR(Algorithm):
     name = "iblr"
     tasks = frozenset({"multilabel"})
     Params = IBLRParams
-    version = "5"  # v2: C chosen by inner CV by default; v3: neighbours in features scaled with the training
+    version = "6"  # v2: C chosen by inner CV by default; v3: neighbours in features scaled with the training
     #                rows' statistics (before: all rows); v4: stratified repeated inner CV, one-SE rule, shared
     #                thresholds, k capped at the training rows − 1; v5: prior/calibrated/rscut decision
     #                candidates, paired one-SE
+    # v6: macro-F1 from its own decisions (the macro-F1 family of malt.numerics.decisions)
     preload = ("sklearn.linear_model", "sklearn.neighbors")
 
     def fit_model(self, split, params, ctx):

@@ -131,3 +131,38 @@ def test_brute_force_over_every_decision_set_on_a_tiny_problem():
     got = metrics.f1_micro(Y, d.decide(S))
     best = max(metrics.f1_micro(Y, (S > t).astype(float)) for t in itertools.chain(S.ravel() - 1e-9, [1.0]))
     assert got == pytest.approx(best)
+
+
+def test_the_macro_f1_criterion_is_scikit_learns_macro_f1_and_the_f1_criterion_its_mean_with_micro():
+    """objective_value('f1_macro') against sklearn.metrics.f1_score(average='macro') (every label with a
+    positive in truth, so the conventions agree), and 'f1' the mean of that and average='micro'."""
+    from sklearn.metrics import f1_score
+
+    from malt.numerics.decisions import objective_value
+
+    rng = np.random.default_rng(11)
+    Y = (rng.random((40, 5)) < 0.3).astype(float)
+    Y[0] = 1.0
+    P = (rng.random(Y.shape) < 0.4).astype(float)
+    macro, micro = f1_score(Y, P, average="macro"), f1_score(Y, P, average="micro")
+    assert objective_value(Y, P, "f1_macro") == pytest.approx(macro)
+    assert objective_value(Y, P, "f1") == pytest.approx(0.5 * (macro + micro))
+
+
+def test_the_macro_f1_family_is_learned_on_its_own_criterion():
+    """With 'auto' the macro-F1 family's rule is the one whose cross-validated macro-F1 (not the pooled
+    criterion) is best within one standard error, and with a fixed rule its cuts are F1 cuts: one rule,
+    the same decisions as the F1 family's."""
+    rng = np.random.default_rng(12)
+    n, L = 300, 6
+    Z = rng.normal(size=(n, L))
+    Y = (Z + 0.7 * rng.normal(size=(n, L)) > np.linspace(0.3, 1.8, L)).astype(float)  # rare and common labels
+    d = learn(Z, Y, "auto", 0.0, np.random.default_rng(3))
+    cv = d.choice["threshold_f1_macro_cv"]
+    best = max(cv.values())
+    assert cv[d.f1_macro.rule] >= best - d.choice["threshold_f1_macro_se"] - 1e-12
+    assert set(d.diagnostics()) >= {"threshold_f1_macro", f"threshold_f1_macro={d.f1_macro.rule}"}
+    fixed = learn(Z, Y, "scut", 0.0)
+    np.testing.assert_array_equal(fixed.f1_macro.thresholds, fixed.f1.thresholds)
+    hamming, f1, macro = fixed.predict(Z)
+    np.testing.assert_array_equal(macro, f1)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from malt.datasets.catalogue import DataRoots, entry
 from malt.results import ResultSet
@@ -49,3 +50,37 @@ def test_results_counts_repeats_as_the_planned_units(repo_path):
              "--task-param", "split=given", "--task-param", "repeats=2")
     listing = run_malt("results", "--repo", str(repo_path)).stdout
     assert "2/2" in listing.splitlines()[-1]
+
+
+def test_each_bipartition_metric_reads_its_own_decisions_and_older_units_fall_back():
+    """score_packed: Hamming loss from ``labels``, micro-F1 from ``labels_f1``, macro-F1 (and Rai & Daumé's)
+    from ``labels_f1_macro`` — each equal to scikit-learn's measure of that set; a unit stored without the
+    macro set (before the family existed) reads macro-F1 from ``labels_f1``, as it was scored then."""
+    from sklearn.metrics import f1_score, hamming_loss
+
+    from malt.splits import MultilabelSplit, Prediction
+    from malt.tasks.multilabel import MultilabelParams, MultilabelTask
+
+    rng = np.random.default_rng(5)
+    n, L = 30, 4
+    Y = (rng.random((2 * n, L)) < 0.4).astype(float)
+    Y[:L, :] = np.eye(L)  # every label has a positive among the test rows
+    dataset = {"X": rng.normal(size=(2 * n, 3)), "Y": Y}
+    test = np.arange(n)
+    split = MultilabelSplit(dataset["X"][n:], Y[n:], dataset["X"][:n], np.arange(n, 2 * n), test, 0)
+    sets = {name: (rng.random((n, L)) < p).astype(float) for name, p in
+            (("labels", 0.2), ("labels_f1", 0.4), ("labels_f1_macro", 0.6))}
+    task, params = MultilabelTask(), MultilabelParams()
+    prediction = Prediction(scores=rng.normal(size=(n, L)), labels=sets["labels"],
+                            extras={k: v for k, v in sets.items() if k != "labels"})
+    out = task.score_packed(dataset, params, split, task.pack(split, prediction, params))
+    truth = Y[test]
+    assert out["hamming_loss"] == pytest.approx(hamming_loss(truth, sets["labels"]))
+    assert out["f1_micro"] == pytest.approx(f1_score(truth, sets["labels_f1"], average="micro"))
+    assert out["f1_macro"] == pytest.approx(f1_score(truth, sets["labels_f1_macro"], average="macro"))
+    assert out["rd_f1_macro"] == pytest.approx(f1_score(truth, sets["labels_f1_macro"], average="macro"))
+    older = task.pack(split, Prediction(scores=prediction.scores, labels=sets["labels"],
+                                        extras={"labels_f1": sets["labels_f1"]}), params)
+    assert "labels_f1_macro" not in older
+    assert task.score_packed(dataset, params, split, older)["f1_macro"] == pytest.approx(
+        f1_score(truth, sets["labels_f1"], average="macro"))

@@ -33,10 +33,13 @@ cross-validation, out-of-bag trees, leave-one-out neighbours, or refits on inner
   objective). Unlike ``rcut`` it can give a row more labels than the typical one (scene's two-label rows,
   issue 49); unlike ``scut`` it never leaves a row of a set whose rows all carry labels empty.
 
-Decisions are learned twice, once per loss family a multi-label table reports (Dembczyński et al.
-2012: the risk minimisers of Hamming loss and of F-measures differ): ``hamming`` (labels scored by
-Hamming loss and overall accuracy) and ``f1`` (micro-/macro-F1 and the example-based Jaccard accuracy,
-criterion ½ (micro-F1 + macro-F1)). With ``rule='auto'`` each family's rule is chosen by repeated
+Decisions are learned once per loss family a multi-label table reports (Dembczyński et al. 2012: the
+risk minimisers of Hamming loss and of F-measures differ, and so do those of micro- and macro-F1):
+``hamming`` (labels scored by Hamming loss and overall accuracy), ``f1`` (micro-F1 and the example-based
+Jaccard accuracy, criterion ½ (micro-F1 + macro-F1)) and ``f1_macro`` (macro-F1, criterion macro-F1 alone:
+the mean of per-label F1s, maximised by each label's own F1-optimal cut, which the pooled criterion trades
+against the pooled counts — on scene it chose ``rcut``, one label a row, which no two-label row's second
+label survives). With ``rule='auto'`` each family's rule is chosen by repeated
 3-fold cross-validation over the out-of-fold scores (thresholds fitted on two thirds, scored on the
 third), the simplest rule (in the order of `RULES`: prior, natural, global, calibrated, pcut, rcut, scut,
 rscut) whose mean is within one standard error of the best (Hastie et al. 2009, §7.10's
@@ -63,7 +66,7 @@ from malt.splits import Prediction
 
 RULES = ("prior", "natural", "global", "calibrated", "pcut", "rcut", "scut", "rscut")
 """Simplest first: the one-SE rule prefers earlier ones (``prior`` reads no score at all)."""
-OBJECTIVES = ("hamming", "f1")
+OBJECTIVES = ("hamming", "f1", "f1_macro")
 SHRINK = 10.0
 """Positive training rows at which a label's own ``scut`` threshold weighs as much as the shared one."""
 AUTO_FOLDS = 3
@@ -175,8 +178,11 @@ def best_cut(s: np.ndarray, y: np.ndarray, objective: str, base: tuple[float, fl
 
 
 def fit_rule(S: np.ndarray, Y: np.ndarray, rule: str, objective: str, natural: float) -> Decision:
-    """Fit one rule on training scores S (n, L) and labels Y (n, L; NaN unknown) for ``objective``."""
+    """Fit one rule on training scores S (n, L) and labels Y (n, L; NaN unknown) for ``objective``. The
+    cuts of 'f1_macro' are F1 cuts: a label's own cut maximises its F1, the macro criterion's term; a
+    pooled cut (``global``, the shrinkage target, ``prior``) the pooled F1."""
     S, Y = np.asarray(S, float), np.asarray(Y, float)
+    objective = "f1" if objective == "f1_macro" else objective
     known, pos, neg = _classes(Y)
     L = Y.shape[1]
     learnable = (pos > 0) & (neg > 0)
@@ -302,8 +308,9 @@ def best_cut_at(s_desc: np.ndarray, k: int) -> float:
 # Scoring decisions on held-out rows, and the choice of rule
 # ---------------------------------------------------------------------------------------------
 def objective_value(Y: np.ndarray, P: np.ndarray, objective: str) -> float:
-    """Larger is better: 1 − Hamming loss ('hamming') or ½ (micro-F1 + macro-F1) ('f1') over the known
-    entries of Y; macro-F1 over the labels with a positive in truth or decision (the task's convention)."""
+    """Larger is better: 1 − Hamming loss ('hamming'), ½ (micro-F1 + macro-F1) ('f1') or macro-F1 ('f1_macro')
+    over the known entries of Y; macro-F1 over the labels with a positive in truth or decision (the task's
+    convention)."""
     known = ~np.isnan(Y)
     y = np.where(known, Y, 0.0) > 0.5
     p = (P > 0.5) & known
@@ -314,20 +321,22 @@ def objective_value(Y: np.ndarray, P: np.ndarray, objective: str) -> float:
     micro = 2 * tp.sum() / denominator.sum() if denominator.sum() else 0.0
     defined = denominator > 0
     macro = float(np.mean(2 * tp[defined] / denominator[defined])) if defined.any() else 0.0
-    return 0.5 * (float(micro) + macro)
+    return macro if objective == "f1_macro" else 0.5 * (float(micro) + macro)
 
 
 @dataclass
 class Decisions:
-    """The fitted decisions of one scorer: one `Decision` per loss family, with how they were chosen."""
+    """The fitted decisions of one scorer: one `Decision` per loss family (`OBJECTIVES`), with how they were
+    chosen."""
 
     hamming: Decision
     f1: Decision
+    f1_macro: Decision
     choice: dict[str, Any] = field(default_factory=dict)
 
-    def predict(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(Hamming-family decisions, F1-family decisions) for test scores S."""
-        return self.hamming.decide(S), self.f1.decide(S)
+    def predict(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(Hamming-family, F1-family, macro-F1-family decisions) for test scores S."""
+        return self.hamming.decide(S), self.f1.decide(S), self.f1_macro.decide(S)
 
     def diagnostics(self) -> dict[str, Any]:
         """The rule of each family (also as ``threshold_<family>=<rule>`` = 1, so `malt show --diagnostics`,
@@ -349,13 +358,13 @@ class Decisions:
 
 def learn(S_oof: np.ndarray | None, Y: np.ndarray, rule: str, natural: float,
           rng: np.random.Generator | None = None, repeats: int | None = None) -> Decisions:
-    """Decisions for both loss families from out-of-fold training scores ``S_oof`` (n, L) and the
+    """Decisions for each loss family (`OBJECTIVES`) from out-of-fold training scores ``S_oof`` (n, L) and the
     training labels Y (NaN unknown). ``rule``: one of `RULES` for both families, or 'auto' (see the
     module docstring). ``S_oof`` may be None for ``rule='natural'`` (nothing is learned from scores)."""
     Y = np.asarray(Y, dtype=float)
     if rule == "natural":
         fitted = fit_rule(np.zeros_like(Y), Y, "natural", "hamming", natural)
-        return Decisions(fitted, fitted)
+        return Decisions(fitted, fitted, fitted)
     if S_oof is None:
         raise ValueError(f"threshold rule {rule!r} needs out-of-fold training scores")
     S_oof = np.asarray(S_oof, dtype=float)
@@ -384,7 +393,7 @@ def learn(S_oof: np.ndarray | None, Y: np.ndarray, rule: str, natural: float,
         choice[f"threshold_{objective}_margin"] = float(mean[pick] - mean[best])
         choice[f"threshold_{objective}_se"] = float(se[pick])
         choice[f"threshold_{objective}_cv"] = {name: round(float(v), 4) for name, v in zip(RULES, mean)}
-    return Decisions(chosen["hamming"], chosen["f1"], choice)
+    return Decisions(chosen["hamming"], chosen["f1"], chosen["f1_macro"], choice)
 
 
 def paired_se(values: np.ndarray, best: int) -> np.ndarray:
@@ -439,7 +448,7 @@ def decide_by_refits(run: Callable, split, params: Params, ctx, natural: float) 
         return np.asarray(run(sub, plain, ctx).scores, dtype=float)
 
     decisions = learned(params.threshold, np.asarray(split.Y_train, float), natural, ctx.rng, fit_predict=fit_predict)
-    extras = {k: v for k, v in (prediction.extras or {}).items() if k != "labels_f1"}
+    extras = {k: v for k, v in (prediction.extras or {}).items() if k not in ("labels_f1", "labels_f1_macro")}
     return decided(np.asarray(prediction.scores, dtype=float), decisions, prediction.diagnostics, extras)
 
 
@@ -462,8 +471,9 @@ def out_of_fold(fit_predict: Callable[[np.ndarray, np.ndarray], np.ndarray], Y: 
 def decided(scores: np.ndarray, decisions: Decisions, diagnostics: dict | None = None,
             extras: dict | None = None) -> Prediction:
     """The multilabel Prediction of test scores under fitted decisions: ``labels`` the Hamming-family
-    decisions, ``extras['labels_f1']`` the F1-family ones (the task scores each family from its own),
-    and the decisions' diagnostics beside the algorithm's."""
-    labels, labels_f1 = decisions.predict(scores)
-    return Prediction(scores=scores, labels=labels, extras={**(extras or {}), "labels_f1": labels_f1},
+    decisions, ``extras['labels_f1']`` and ``extras['labels_f1_macro']`` the F1 and macro-F1 families' (the
+    task scores each family from its own), and the decisions' diagnostics beside the algorithm's."""
+    labels, labels_f1, labels_f1_macro = decisions.predict(scores)
+    return Prediction(scores=scores, labels=labels,
+                      extras={**(extras or {}), "labels_f1": labels_f1, "labels_f1_macro": labels_f1_macro},
                       diagnostics={**(diagnostics or {}), **decisions.diagnostics()})

@@ -118,10 +118,13 @@ def auc_macro(Y: np.ndarray, S: np.ndarray) -> float:
 
 
 def multilabel_scores(Y: np.ndarray, scores: np.ndarray, labels: np.ndarray,
-                      labels_f1: np.ndarray | None = None) -> dict[str, float]:
-    """Every multi-label measure of the `multilabel` task for one fold; the F1 family (micro/macro-F1,
-    Jaccard accuracy) from ``labels_f1`` when given (decisions learned for it), else from ``labels``."""
+                      labels_f1: np.ndarray | None = None, labels_f1_macro: np.ndarray | None = None
+                      ) -> dict[str, float]:
+    """Every multi-label measure of the `multilabel` task for one fold; micro-F1 and Jaccard accuracy from
+    ``labels_f1`` when given (decisions learned for them), else from ``labels``; macro-F1 from
+    ``labels_f1_macro`` when given, else from ``labels_f1``'s set."""
     labels_f1 = labels if labels_f1 is None else labels_f1
+    labels_f1_macro = labels_f1 if labels_f1_macro is None else labels_f1_macro
     return {
         "one_error": one_error(Y, scores),
         "average_precision": average_precision(Y, scores),
@@ -130,7 +133,7 @@ def multilabel_scores(Y: np.ndarray, scores: np.ndarray, labels: np.ndarray,
         "ranking_loss": ranking_loss(Y, scores),
         "accuracy": example_accuracy(Y, labels_f1),
         "f1_micro": f1_micro(Y, labels_f1),
-        "f1_macro": f1_macro(Y, labels_f1),
+        "f1_macro": f1_macro(Y, labels_f1_macro),
         "auc": auc_macro(Y, scores),
     }
 

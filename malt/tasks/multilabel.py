@@ -23,12 +23,17 @@ from malt.tasks.base import Metric, Setting, Task, as_array, fold_assignment, re
 
 RANKING = "ties count against the ranking (a label tied with another ranks below it)"
 F1_DECISIONS = "; read from the decisions an algorithm learned for the F1 family (malt.numerics.decisions), if any"
+MACRO_DECISIONS = ("; read from the decisions an algorithm learned for macro-F1 (malt.numerics.decisions), if any, "
+                   "else the F1 family's")
 
 
-DECISION_FAMILIES = {"hamming": "labels", "f1": "labels_f1"}
+DECISION_FAMILIES = {"hamming": "labels", "f1": "labels_f1", "f1_macro": "labels_f1_macro"}
 """Each decision family (`malt.numerics.decisions`) and the packed array holding its 0/1 decisions."""
+FALLBACK = {"f1": "hamming", "f1_macro": "f1"}
+"""The family whose decisions a unit stored without a family's own serve for it (units from before the
+macro-F1 family, or scorers with one decision set)."""
 METRIC_DECISIONS = {"hamming_loss": "hamming", "rd_accuracy": "hamming", "accuracy": "f1", "f1_micro": "f1",
-                    "f1_macro": "f1", "rd_f1_macro": "f1", "rd_f1_micro": "f1", "rd_auc": "f1"}
+                    "f1_macro": "f1_macro", "rd_f1_macro": "f1_macro", "rd_f1_micro": "f1", "rd_auc": "f1"}
 """The decision family each bipartition metric reads (the others read the scores): `score_packed` scores
 from it, `malt show` names the rule that produced it (diagnostics ``threshold_<family>``)."""
 
@@ -75,16 +80,16 @@ class MultilabelTask(Task):
                            + F1_DECISIONS),
         Metric("f1_micro", "Micro-F1", "higher", True, version="2",
                conventions="NaN when neither truth nor prediction has a positive" + F1_DECISIONS),
-        Metric("f1_macro", "Macro-F1", "higher", True, version="2",
+        Metric("f1_macro", "Macro-F1", "higher", True, version="3",  # v3: its own decisions (macro-F1 family)
                conventions="labels with no positive in the truth and none predicted are left out (MULAN counts "
-                           "them as 1)" + F1_DECISIONS),
+                           "them as 1)" + MACRO_DECISIONS),
         Metric("auc", "Macro AUC", "higher", True,
                conventions="labels without both classes in the fold are left out; tied scores get average ranks"),
         # Rai & Daumé 2009, Table 1, as its numbers read (see malt.tasks.paper_metrics)
         Metric("rd_accuracy", "Overall accuracy (Rai & Daumé)", "higher", True,
                conventions="fraction of (instance, label) entries decided correctly: 1 - Hamming loss"),
-        Metric("rd_f1_macro", "Macro-F1 (Rai & Daumé)", "higher", True,
-               conventions="a label with no positive and no positive decision in the fold scores 0" + F1_DECISIONS),
+        Metric("rd_f1_macro", "Macro-F1 (Rai & Daumé)", "higher", True, version="2",  # v2: as f1_macro's v3
+               conventions="a label with no positive and no positive decision in the fold scores 0" + MACRO_DECISIONS),
         Metric("rd_f1_micro", "Micro-F1 (Rai & Daumé)", "higher", True,
                conventions="pooled counts; 0 when there is no positive at all" + F1_DECISIONS),
         Metric("rd_auc", "AUC of label decisions (Rai & Daumé)", "higher", True,
@@ -221,8 +226,10 @@ class MultilabelTask(Task):
         shape = (len(split.test_index), split.Y_train.shape[1])
         scores = as_array(prediction.scores, "scores", shape)
         packed = {"scores": scores.astype(np.float32)}
-        for name, value in (("labels", prediction.labels), ("labels_f1", (prediction.extras or {}).get("labels_f1"))):
-            if name == "labels_f1" and value is None:
+        extras = prediction.extras or {}
+        for name in DECISION_FAMILIES.values():
+            value = prediction.labels if name == "labels" else extras.get(name)
+            if name != "labels" and value is None:
                 continue
             labels = as_array(value, name, shape)
             if not np.isin(labels, (0.0, 1.0)).all():
@@ -231,17 +238,20 @@ class MultilabelTask(Task):
         return packed
 
     def score_packed(self, dataset, params, split, packed):
-        """Ranking measures from the scores; Hamming loss and overall accuracy from ``labels``; the F1
-        family (micro/macro-F1, Jaccard accuracy, Rai & Daumé's F1s and decision AUC) from
-        ``labels_f1`` when the algorithm learned decisions for it (`malt.numerics.decisions`), else ``labels``."""
+        """Ranking measures from the scores; Hamming loss and overall accuracy from ``labels``; micro-F1,
+        Jaccard accuracy, Rai & Daumé's micro-F1 and decision AUC from ``labels_f1``, and both macro-F1s from
+        ``labels_f1_macro``, when the algorithm learned decisions for them (`malt.numerics.decisions`; else
+        the `FALLBACK` family's)."""
         Y = np.asarray(dataset["Y"], dtype=float)[split.test_index]
         keep = ~np.isnan(Y).any(axis=1)  # test rows with an unknown label are not scored
         scores = np.asarray(packed["scores"], dtype=float)[keep]
-        sets = {family: packed[name][keep] if name in packed else packed["labels"][keep]
-                for family, name in DECISION_FAMILIES.items()}
+        sets = {}
+        for family, name in DECISION_FAMILIES.items():  # a family not stored reads the one before it (older units)
+            sets[family] = packed[name][keep] if name in packed else sets.get(FALLBACK.get(family), packed["labels"][keep])
         out = metrics.multilabel_scores(Y[keep], scores, sets[METRIC_DECISIONS["hamming_loss"]],
-                                        sets[METRIC_DECISIONS["f1_micro"]])
+                                        sets[METRIC_DECISIONS["f1_micro"]], sets[METRIC_DECISIONS["f1_macro"]])
         rd = paper_metrics.rai_daume_scores(Y[keep], sets[METRIC_DECISIONS["rd_f1_micro"]])
         rd["rd_accuracy"] = paper_metrics.overall_accuracy(Y[keep], sets[METRIC_DECISIONS["rd_accuracy"]])
+        rd["rd_f1_macro"] = paper_metrics.macro_f1(Y[keep], sets[METRIC_DECISIONS["rd_f1_macro"]])
         out.update(rd)
         return out
