@@ -160,12 +160,13 @@ def test_learned_hamming_decisions_tie_the_label_prior_where_half_the_rows_have_
 
 
 def test_every_bipartition_metric_declares_the_decision_family_it_reads():
-    """Metrics documented as reading the F1 family's decisions are declared 'f1'; Hamming loss and the
-    overall accuracy 'hamming'; the ranking measures none (they read the scores)."""
-    from malt.tasks.multilabel import F1_DECISIONS, MultilabelTask
+    """Metrics documented as reading the F1 family's decisions are declared 'f1', those documented as reading
+    the macro-F1 family's 'f1_macro'; Hamming loss and the overall accuracy 'hamming'; the ranking measures
+    none (they read the scores)."""
+    from malt.tasks.multilabel import F1_DECISIONS, MACRO_DECISIONS, MultilabelTask
 
     for m in MultilabelTask.metrics:
-        expected = "f1" if F1_DECISIONS in m.conventions else \
+        expected = "f1" if F1_DECISIONS in m.conventions else "f1_macro" if MACRO_DECISIONS in m.conventions else \
             "hamming" if m.name in ("hamming_loss", "rd_accuracy") else None
         assert MultilabelTask.decisions.get(m.name) == expected, m.name
 
@@ -184,7 +185,7 @@ def test_malt_show_names_the_rule_behind_each_decision_family(tmp_path):
     shown = run_malt("show", experiment, "--repo", repo).stdout.strip().splitlines()[-1]
     raw = json.loads(run_malt("show", experiment, "--repo", repo, "--diagnostics", "--format", "json").stdout)
     f1_rules = {r["diagnostic"].split("=", 1)[1] for r in raw if r["diagnostic"].startswith("threshold_f1=")}
-    assert shown.startswith("Decisions (f1: accuracy, f1_macro, f1_micro")
+    assert shown.startswith("Decisions (f1: accuracy, f1_micro, rd_auc, rd_f1_micro; f1_macro: f1_macro, rd_f1_macro;")
     assert "hamming: hamming_loss, rd_accuracy)" in shown
     assert "label-prior f1 " in shown and shown.split("label-prior f1 ")[1].split(",")[0] in f1_rules
     assert "hamming prior" in shown

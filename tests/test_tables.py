@@ -150,7 +150,8 @@ def test_table_cli_formats(repo, tmp_path):
     csv = runner.invoke(main, ["table", str(repo), "--format", "csv", "--metric", "coverage"])
     frame = pd.read_csv(pd.io.common.StringIO(csv.output))
     assert set(frame.columns) >= {"row", "column", "mean", "std", "best", "tied_with_best", "p_value"}
-    assert frame.groupby("column")["best"].sum().tolist() == [1, 1]
+    for _, column in frame.groupby("column"):  # coverage: lower is better; exactly tied means are all best
+        assert set(column.row[column.best]) == set(column.row[column["mean"] == column["mean"].min()]) != set()
     tex = runner.invoke(main, ["table", str(repo), "--format", "latex", "--metric", "coverage"])
     assert tex.output.count("\\begin{table}") == 1 and "$\\pm$" in tex.output
 
