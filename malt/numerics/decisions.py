@@ -359,7 +359,7 @@ class Decisions:
 def learn(S_oof: np.ndarray | None, Y: np.ndarray, rule: str, natural: float,
           rng: np.random.Generator | None = None, repeats: int | None = None) -> Decisions:
     """Decisions for each loss family (`OBJECTIVES`) from out-of-fold training scores ``S_oof`` (n, L) and the
-    training labels Y (NaN unknown). ``rule``: one of `RULES` for both families, or 'auto' (see the
+    training labels Y (NaN unknown). ``rule``: one of `RULES` for every family, or 'auto' (see the
     module docstring). ``S_oof`` may be None for ``rule='natural'`` (nothing is learned from scores)."""
     Y = np.asarray(Y, dtype=float)
     if rule == "natural":
