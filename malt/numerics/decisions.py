@@ -79,7 +79,7 @@ class ThresholdParams(Params):
     threshold: str = param("auto", "label decisions from the scores, learned on out-of-fold scores of the training "
                            "rows (malt.decisions): 'auto' chooses per loss family among 'prior' (the label shares' "
                            "decisions), 'natural' (the model's own cut), 'global', 'calibrated', 'pcut', 'rcut', "
-                           "'scut' and 'rscut' by cross-validation on those scores; or one rule for both families",
+                           "'scut' and 'rscut' by cross-validation on those scores; or one rule for every family",
                            Options("auto", *RULES), active_when=When(task="multilabel"))
 
 
