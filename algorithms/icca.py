@@ -412,6 +412,12 @@ class ICCAParams(NaturalThresholdParams):
     min_ess: float = param(50.0, "... and each has at least this effective sample size", Interval(1, None))
     hold_psi: int = param(10, "initial sweeps with Ψ held at 0.1 so that births can seed dishes before Ψ "
                           "absorbs the unexplained variance (0 = sample Ψ from the start)", Interval(0, None))
+    init: str = param("random", "the chain's start: 'random' = one random column (K = 1), dishes grow by births; "
+                      "'factor-analysis' = varimax-rotated FA loadings thresholded at 0.1 with K = the "
+                      "eigenvalues of the training [X; Y] covariance above the Marchenko-Pastur noise edge, "
+                      "Ψ = FA's noise variances (no tuning)", Options("random", "factor-analysis"))
+    init_K: int = param(0, "with init=factor-analysis: the number of factors of the start (0 = the noise-edge "
+                        "rule)", Interval(0, None), active_when=When(init="factor-analysis"))
     label_scale: float = param(1.0, "labels coded ±label_scale before joining the standardised features",
                                Interval(0, None, "neither"),
                                active_when=When(task="multilabel"))
@@ -500,7 +506,7 @@ class ICCA(Algorithm):
                             min_sweeps=params.min_sweeps, check_every=params.check_every,
                             target_rhat=params.target_rhat, min_ess=params.min_ess, callback=collect,
                             psi_init=0.1 if params.hold_psi else 1.0, hold_psi=params.hold_psi,
-                            progress=ctx.progress)
+                            init=params.init, K_init=params.init_K or None, progress=ctx.progress)
         seconds = time.perf_counter() - t0
         warn_if_not_mixed(diag, params.target_rhat, params.min_ess)
         kept = [s for t, s in samples if t >= diag["burn_in"]]
@@ -528,7 +534,7 @@ class ICCA(Algorithm):
                             check_every=params.check_every, target_rhat=params.target_rhat, min_ess=params.min_ess,
                             callback=lambda s, _A, t: K_seen.append((t, s.B.shape[1])),
                             psi_init=0.1 if params.hold_psi else 1.0, hold_psi=params.hold_psi,
-                            progress=ctx.progress)
+                            init=params.init, K_init=params.init_K or None, progress=ctx.progress)
         warn_if_not_mixed(diag, params.target_rhat, params.min_ess)
         after = [k for t, k in K_seen if t >= diag["burn_in"]] or [st.B.shape[1]]
         K = int(np.bincount(after).argmax())
