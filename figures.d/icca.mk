@@ -17,9 +17,8 @@ FIGURES_ALL += table-icca-1 icca-synthetic
 # Model-2 (icca semi_supervised=true; also with svm_features=x-posterior, set here explicitly), beside the
 # trivial label-prior (each label's training majority), the samplers averaged over ICCA_REPEATS seeds (the
 # paper: 10 runs with different initialisations). Ours beside the paper's, with the reasons:
-# icca-table1.md. icca (v3) starts from factor analysis of the training [X; Y] (K by AIC) and runs until
-# split-R̂ < 1.05 and ESS ≥ 50 for its monitored scalars (at most 3000 sweeps; diagnostics stored with
-# each unit). PCA's and CCA's K by inner CV on
+# icca-table1.md. icca runs until split-R̂ < 1.05 and ESS ≥ 50 for its monitored scalars (at most 1000
+# sweeps; diagnostics stored with each unit; init=factor-analysis starts it from factor analysis). PCA's and CCA's K by inner CV on
 # the training rows (the paper chose K on the test set). The paper's measures (overall accuracy =
 # 1 − Hamming loss, AUC of the 0/1 decisions; malt/tasks/paper_metrics.py) differ from the standard
 # accuracy (Jaccard) and AUC (of scores): ICCA_METRICS lists both.
