@@ -87,5 +87,8 @@ def test_malt_cv_with_split_fit_on_the_cluster_stores_the_numbers_of_one_process
     a = api.load(tmp_path / "local").frame.sort_values(["fold", "metric"])
     b = api.load(tmp_path / "spread").frame.sort_values(["fold", "metric"])
     assert list(a["metric"]) == list(b["metric"]) and "rmse" in set(a["metric"])
+    d = api.load(tmp_path / "spread").diagnostics
+    assert set(d.loc[d["diagnostic"] == "split_blocks", "value"]) == {2.0}  # the solve did run over both workers
+    assert "split_blocks" not in set(api.load(tmp_path / "local").diagnostics["diagnostic"])
     np.testing.assert_allclose(b["value"].to_numpy(float), a["value"].to_numpy(float), atol=1e-10, rtol=0)
 
