@@ -52,6 +52,9 @@ def test_a_solve_split_over_two_workers_gives_the_local_posterior_mean(cluster_c
     local, local_info = ObservedKroneckerSum(E1, E2, rows, cols, shape).solve(
         moments["resid"], noise=0.5, scale=0.5, tol=1e-8, space="weights")
     solver = SplitKroneckerSum(E1, E2, rows, cols, shape, cluster_client, blocks=blocks)
+    from distributed import wait
+
+    wait(solver.blocks)  # built on their workers
     owners = cluster_client.who_has(solver.blocks)
     assert len({w for ws in owners.values() for w in ws}) == 2  # the blocks sit on both workers
     spread, info = solver.solve(moments["resid"], noise=0.5, scale=0.5, tol=1e-8)

@@ -8,8 +8,9 @@ H = I + τ JᵀJ, with (J θ)_l = A1[i_l]·Ω[j_l] + Υ[i_l]·A2[j_l] and Jᵀ e
 block's entries of J θ need only Ω, A2 and its own rows of A1 and Υ, and its part of Jᵀ J θ is an (m, r1)
 partial sum (the Ω part, summed over the blocks) and its own (n_rows, r2) rows of the Υ part. So
 
-* each block (`RowBlock`: its positions, its rows of V1 and the whole V2) is scattered once to one worker
-  (dealt round-robin, unhashed, as `malt.algorithms.als_blocks.DaskBlocks`) and held for the solver's life;
+* each block's positions and rows of V1 are scattered once to one worker (dealt round-robin, unhashed, as
+  `malt.algorithms.als_blocks.DaskBlocks`; V2 broadcast), which builds its `RowBlock` (the `Pattern` sorts)
+  and holds it for the solver's life;
 * per solve, each block is weighted on its worker (A1 rows, A2 for that kernel scale; and its residuals y),
   and gives its parts of τ Jᵀ y and of the preconditioner's sums once;
 * per conjugate-gradient iteration, Ω is broadcast and each block gets its (n_rows, r2) rows of Υ; it sends
@@ -88,6 +89,12 @@ def cut_by_rows(rows, cols, n: int, blocks: int) -> list[tuple[int, int, np.ndar
     return [(int(lo), int(hi - lo), order[starts[lo]:starts[hi]]) for lo, hi in zip(edges[:-1], edges[1:])]
 
 
+def _row_block(first: int, n_rows: int, m: int, positions, V2: np.ndarray) -> RowBlock:
+    """A `RowBlock` built where it is held (its `Pattern` orders sorted on its worker)."""
+    rows, cols, V1_rows = positions
+    return RowBlock(first, n_rows, m, rows, cols, V1_rows, V2)
+
+
 class SplitKroneckerSum(ObservedKroneckerSum):
     """`ObservedKroneckerSum` whose weight-space products run over row blocks on the workers of ``client``
     (a ``distributed.Client``; ``blocks`` of them, default one per worker), each held by one worker for the
@@ -107,13 +114,13 @@ class SplitKroneckerSum(ObservedKroneckerSum):
         workers = sorted(client.scheduler_info()["workers"])
         n, m = self.shape
         self.runs, self.blocks, self.workers = [], [], []
+        V2 = client.scatter(right.vectors, broadcast=True, direct=True, hash=False)
         for b, (first, n_rows, index) in enumerate(cut_by_rows(rows, cols, n, blocks or len(workers))):
             worker = workers[b % len(workers)]
-            block = RowBlock(first, n_rows, m, rows[index] - first, cols[index],
-                             left.vectors[first:first + n_rows], right.vectors)
             self.runs.append((first, n_rows, index))
             self.workers.append(worker)
-            self.blocks.append(client.scatter(block, workers=[worker], direct=True, hash=False))
+            positions = self._to(worker, (rows[index] - first, cols[index], left.vectors[first:first + n_rows]))
+            self.blocks.append(client.submit(_row_block, first, n_rows, m, positions, V2, pure=False, workers=[worker]))
 
     def squares(self) -> tuple[np.ndarray, np.ndarray]:
         if self._squares is None:
@@ -145,7 +152,7 @@ class SplitKroneckerSum(ObservedKroneckerSum):
         w1 = np.sqrt(scale * self.excess(self.left))
         w2 = np.sqrt(scale * self.excess(self.right))
         y = np.asarray(y, dtype=float)
-        weighted = [client.submit(RowBlock.weighted, b, w1, w2, y[index], pure=False, workers=[w])
+        weighted = [client.submit(RowBlock.weighted, b, w1, w2, self._to(w, y[index]), pure=False, workers=[w])
                     for b, w, (_, _, index) in zip(self.blocks, self.workers, self.runs)]
 
         def combined(parts) -> np.ndarray:
@@ -159,12 +166,16 @@ class SplitKroneckerSum(ObservedKroneckerSum):
         def apply(theta):
             Omega, Upsilon = theta[:split].reshape(m, r1), theta[split:].reshape(n, r2)
             shared = client.scatter(Omega, broadcast=True, direct=True, hash=False)
-            futures = [client.submit(WeightedBlock.normal_products, b, shared, Upsilon[first:first + n_rows],
-                                     pure=False, workers=[w])
+            futures = [client.submit(WeightedBlock.normal_products, b, shared,
+                                     self._to(w, Upsilon[first:first + n_rows]), pure=False, workers=[w])
                        for b, w, (first, n_rows, _) in zip(weighted, self.workers, self.runs)]
             return theta + combined(client.gather(futures, direct=True))
 
         return rhs, apply, lambda: client.cancel(weighted)
+
+    def _to(self, worker, piece: np.ndarray):
+        """``piece`` sent straight to ``worker`` (a future there), not through the scheduler in a task's arguments."""
+        return self.client.scatter(piece, workers=[worker], direct=True, hash=False)
 
     def close(self) -> None:
         self.client.cancel(self.blocks)

@@ -5,7 +5,7 @@ workers of a LocalCluster (`malt.algorithms.pma.split.SplitKroneckerSum`, issue 
 
 Memory: tracemalloc's peak (numpy's arrays included) of the solver's construction and one weight-space solve,
 in this process for the local solve, and on each worker and in the driver for the split one; also each
-worker's peak RSS. The eigenbases are computed once, beforehand, in this process (not measured).
+worker's resident set before and after. The eigenbases are computed once, beforehand, in this process (not measured).
 CPU: process_time of this process (local), and of the driver plus both workers (split); median of repeats."""
 from __future__ import annotations
 
@@ -18,6 +18,13 @@ import tracemalloc
 import numpy as np
 
 
+def _rss() -> int:
+    """This process's resident set now, KiB (ru_maxrss is inherited across the fork that starts a worker)."""
+    import psutil
+
+    return psutil.Process().memory_info().rss // 1024
+
+
 def _start():
     tracemalloc.start()
     tracemalloc.reset_peak()
@@ -25,7 +32,7 @@ def _start():
 
 
 def _peak():
-    return tracemalloc.get_traced_memory()[1], time.process_time(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return tracemalloc.get_traced_memory()[1], time.process_time(), _rss()
 
 
 def main():
@@ -63,7 +70,7 @@ def main():
           f"(median of {args.repeats}), peak traced {local_peak / 2**20:.1f} MiB")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        base_rss = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+        base_rss = client.run(lambda: _rss())
         split_cpu, worker_peaks, driver_peak, worker_rss = [], {}, 0, {}
         for _ in range(args.repeats):
             before = client.run(_start)
@@ -87,8 +94,8 @@ def main():
               f"(driver + workers, median of {args.repeats}), max |difference| at the ratings {difference:.1e}")
         print(f"  driver peak traced {driver_peak / 2**20:.1f} MiB")
         for w in sorted(worker_peaks):
-            print(f"  worker {w}: peak traced {worker_peaks[w] / 2**20:.1f} MiB, peak RSS "
-                  f"{worker_rss[w] / 1024:.0f} MiB (at start {base_rss[w] / 1024:.0f} MiB)")
+            print(f"  worker {w}: peak traced {worker_peaks[w] / 2**20:.1f} MiB, RSS after "
+                  f"{worker_rss[w] / 1024:.0f} MiB (before it {base_rss[w] / 1024:.0f} MiB)")
 
 
 if __name__ == "__main__":
