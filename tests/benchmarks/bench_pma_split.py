@@ -71,7 +71,7 @@ def main():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         base_rss = client.run(lambda: _rss())
-        split_cpu, worker_peaks, driver_peak, worker_rss = [], {}, 0, {}
+        split_cpu, driver_cpu, worker_peaks, driver_peak, worker_rss = [], [], {}, 0, {}
         for _ in range(args.repeats):
             before = client.run(_start)
             tracemalloc.start()
@@ -84,6 +84,7 @@ def main():
             tracemalloc.stop()
             after = client.run(_peak)
             solver.close()
+            driver_cpu.append(driver)
             split_cpu.append(driver + sum(after[w][1] - before[w] for w in after))
             for w, (peak, _, rss) in after.items():
                 worker_peaks[w] = max(worker_peaks.get(w, 0), peak)
@@ -92,7 +93,8 @@ def main():
         difference = float(np.max(np.abs(got.at(rows, cols) - reference)))
         print(f"split over 2 workers: {info['iterations']} iterations, {statistics.median(split_cpu):.2f} CPU s "
               f"(driver + workers, median of {args.repeats}), max |difference| at the ratings {difference:.1e}")
-        print(f"  driver peak traced {driver_peak / 2**20:.1f} MiB")
+        print(f"  driver (with the LocalCluster's scheduler) {statistics.median(driver_cpu):.2f} CPU s, "
+              f"peak traced {driver_peak / 2**20:.1f} MiB")
         for w in sorted(worker_peaks):
             print(f"  worker {w}: peak traced {worker_peaks[w] / 2**20:.1f} MiB, RSS after "
                   f"{worker_rss[w] / 1024:.0f} MiB (before it {base_rss[w] / 1024:.0f} MiB)")
