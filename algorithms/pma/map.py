@@ -481,6 +481,16 @@ class MAPParams(PMAParams, LabelCoding, InnerCVParams, NaturalThresholdParams):
                              "iteration)", Interval(1, None), active_when=When(task="ratings"))
     rank: int = param(100, "ratings task, scalable path: eigenpairs kept of each side's moment kernel (all of them, "
                       "exact, on a side of at most rank)", Interval(1, None), active_when=When(task="ratings"))
+    split_fit: bool = param(False, "ratings task, scalable path (a side above dense_limit): run the final fit's "
+                            "conjugate-gradient products over the workers of the Dask cluster the unit runs on "
+                            "(malt cv --scheduler), the training ratings cut into one block of consecutive users "
+                            "per worker, each held by its worker for the whole solve; only (items, rank) partial "
+                            "sums and a block's (users, rank) rows travel per iteration (`malt.algorithms.pma.split`). "
+                            "The solve then runs in the weight space, so the numbers are one process's when that "
+                            "one also solves there (ratings ≥ (users + items) × rank), else within the solver's "
+                            "tolerance. The eigenbases, the inner selection and the ranking fit are still "
+                            "computed in the unit's process; the exact path ignores it (not part of the setting's key)",
+                            Options(False, True), execution=True, active_when=When(task="ratings"))
     select: str = param("inner-cv", "ratings task: 'inner-cv' chooses `signal` and `bias_scale` from their grids on "
                         "one validation split (1/inner_folds of the training ratings) — on the exact path bias_scale "
                         "screened with rank-50 moment kernels at the middle signal, then every signal at the best "
@@ -581,6 +591,11 @@ class PMAMap(Algorithm):
 
     def fit_predict(self, split, params, ctx):
         if hasattr(split, "train") and hasattr(split, "test_cols"):
+            if params.split_fit:
+                from malt.algorithms.als_blocks import cluster_client
+
+                with cluster_client() as client:
+                    return _run_ratings(split, params, ctx, client)
             return _run_ratings(split, params, ctx)
         if hasattr(split, "hidden"):  # the missing task: a column mean, noise and K1 chosen on training entries
             return run_missing(split, params, ctx, single=params.solver == "cg" and params.tol >= SINGLE_TOL,
@@ -597,14 +612,15 @@ class PMAMap(Algorithm):
                                        "residuals": [float(f"{r:.3g}") for r in fit["residuals"]]})
 
 
-def _run_ratings(split, params, ctx):
+def _run_ratings(split, params, ctx, client=None):
     """The ratings task: biases + PMA with sharpened moment kernels (`malt.algorithms.pma.ratings`); the
     kernels' scale and the biases' penalties chosen on a validation split of the training ratings unless
     select='none' (`_choose_kernel_setting`: on the exact path bias_scale screened on the low-rank path, then the
     signal grid exactly). ``values`` (RMSE/MAE) come from that fit; ``scores`` (ranking) from the same GP fitted
     to the zero-filled matrix (`zero_filled_scores`; ranking='ratings' ranks by the estimates instead):
     the RMSE-optimal low bias penalties let rarely rated items with high estimates top a ranking by
-    estimates (recall@20 below `baseline`'s on MovieLens-100K), as in the matrix-variate GPs."""
+    estimates (recall@20 below `baseline`'s on MovieLens-100K), as in the matrix-variate GPs. ``client``
+    (split_fit): the Dask client the final scalable-path solve runs its products over (`split.SplitKroneckerSum`)."""
     import scipy.sparse as sp
 
     from malt.errors import DataError
@@ -659,6 +675,11 @@ def _run_ratings(split, params, ctx):
     else:
         ctx.progress(0.6, "moment kernels" + ("" if exact else f" and their top {params.rank} eigenpairs"))
         moments = _moments(rows, cols, y_kernel, train.shape, params)
+        if client is not None and not exact:  # split_fit: the solve's products on the workers' row blocks
+            from .split import SplitKroneckerSum
+
+            moments["solver"] = SplitKroneckerSum(moments["E1"], moments["E2"], rows, cols, train.shape, client)
+            diagnostics["split_blocks"] = len(moments["solver"].blocks)
         fit = predict_ratings(moments, rows, cols, split.test_rows, split.test_cols, signal=params.signal,
                               tol=1e-4, scores=by_ratings,
                               progress=lambda f, msg: ctx.progress(0.6 + 0.2 * f, msg))
@@ -667,6 +688,8 @@ def _run_ratings(split, params, ctx):
                            cg_iterations=fit["iterations"], path="exact" if exact else "low-rank")
         if not exact:
             diagnostics["eigenpairs"] = [moments["E1"].vectors.shape[1], moments["E2"].vectors.shape[1]]
+        if "split_blocks" in diagnostics:
+            moments["solver"].close()  # release the workers' blocks
         del moments  # the kernels and their solver: the ranking fit below builds its own
     scores = fit["scores"]
     if not by_ratings:

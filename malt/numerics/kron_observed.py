@@ -291,18 +291,34 @@ class ObservedKroneckerSum:
         if space not in ("weights", "observations"):
             raise ValueError(f"space must be 'weights' or 'observations', not {space!r}")
         n, m = self.shape
-        p = self.pattern
-        y = np.asarray(y, dtype=float)[p.order]
+        y = np.asarray(y, dtype=float)
         tau = 1.0 / (noise + scale * self.white())
         A1 = self.left.vectors * np.sqrt(scale * self.excess(self.left))
         A2 = self.right.vectors * np.sqrt(scale * self.excess(self.right))
         if space == "observations":
-            return self._solve_observations(y, tau, A1, A2, tol, max_iter, progress)
+            return self._solve_observations(y[self.pattern.order], tau, A1, A2, tol, max_iter, progress)
         r1, r2 = A1.shape[1], A2.shape[1]
         split = m * r1
         col_sq, row_sq = self.squares()
         D = np.concatenate([(1.0 + tau * scale * col_sq * self.excess(self.left)).ravel(),
                             (1.0 + tau * scale * row_sq * self.excess(self.right)).ravel()])
+        rhs, apply, done = self.weight_products(y, tau, A1, A2, scale)
+        try:
+            theta, info = preconditioned_cg(apply, rhs, D, tol=tol, max_iter=max_iter, progress=progress)
+        finally:
+            done()
+        Omega, Upsilon = theta[:split].reshape(m, r1), theta[split:].reshape(n, r2)
+        return FactoredMean(np.hstack([A1, Upsilon]), np.hstack([Omega, A2])), {**info, "space": "weights"}
+
+    def weight_products(self, y, tau: float, A1, A2, scale: float):
+        """The weight space's products for one solve: (τ Jᵀ y, θ ↦ θ + τ JᵀJ θ, a call releasing what they hold),
+        θ = (Ω (m, r1), Υ (n, r2)) flattened, y in the constructor's order. Here in this process, one gather
+        and two scatters per product; `malt.algorithms.pma.split.SplitKroneckerSum` runs them over row blocks
+        held by Dask workers. ``scale`` is the kernels' multiplier A1, A2 were built with."""
+        n, m = self.shape
+        p = self.pattern
+        r1, r2 = A1.shape[1], A2.shape[1]
+        split = m * r1
 
         def scatter(e):
             """τ Jᵀ e: (Ω part (m, r1), Υ part (n, r2)) flattened."""
@@ -314,10 +330,7 @@ class ObservedKroneckerSum:
             Omega, Upsilon = theta[:split].reshape(m, r1), theta[split:].reshape(n, r2)
             return sampled_products(np.hstack([A1, Upsilon]), np.hstack([Omega, A2]), p.rows, p.cols)
 
-        theta, info = preconditioned_cg(lambda v: v + scatter(gather(v)), scatter(y), D, tol=tol, max_iter=max_iter,
-                                        progress=progress)
-        Omega, Upsilon = theta[:split].reshape(m, r1), theta[split:].reshape(n, r2)
-        return FactoredMean(np.hstack([A1, Upsilon]), np.hstack([Omega, A2])), {**info, "space": "weights"}
+        return scatter(y[p.order]), (lambda v: v + scatter(gather(v))), (lambda: None)
 
     def _solve_observations(self, y, tau, A1, A2, tol, max_iter, progress) -> tuple[FactoredMean, dict]:
         """`solve` in the observation space: (τ⁻¹ I + J Jᵀ) α = y by conjugate gradients preconditioned with
