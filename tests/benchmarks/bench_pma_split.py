@@ -1,7 +1,7 @@
 """Peak memory and CPU seconds of one scalable-path pma-map solve, in one process and split over the two
 workers of a LocalCluster (`malt.algorithms.pma.split.SplitKroneckerSum`, issue 47).
 
-    python -m tests.benchmarks.bench_pma_split synthetic:20000,20000,1000000 --rank 20 --repeats 3
+    python -m tests.benchmarks.bench_pma_split [synthetic:20000,20000,1000000] [--rank 20] [--repeats 3]
 
 Memory: tracemalloc's peak (numpy's arrays included) of the solver's construction and one weight-space solve,
 in this process for the local solve, and on each worker and in the driver for the split one; also each
@@ -36,7 +36,11 @@ def _peak():
 
 
 def main():
-    import distributed
+    try:
+        import distributed
+    except ImportError:
+        print("bench_pma_split: not run — Dask is not installed (pip install 'malt[distributed]')")
+        return
 
     from malt.algorithms.pma.ratings import fit_moments_low_rank
     from malt.algorithms.pma.split import SplitKroneckerSum
@@ -44,7 +48,8 @@ def main():
     from tests.benchmarks.bench_scale import load
 
     ap = argparse.ArgumentParser()
-    ap.add_argument("dataset")
+    ap.add_argument("dataset", nargs="?", default="synthetic:20000,20000,1000000",
+                    help="a named dataset or synthetic:n,m,nnz (default: what `make bench` measures)")
     ap.add_argument("--rank", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
