@@ -488,9 +488,10 @@ class MAPParams(PMAParams, LabelCoding, InnerCVParams, NaturalThresholdParams):
                             "sums and a block's (users, rank) rows travel per iteration (`malt.algorithms.pma.split`). "
                             "The solve then runs in the weight space, so the numbers are one process's when that "
                             "one also solves there (ratings ≥ (users + items) × rank), else within the solver's "
-                            "tolerance. The eigenbases, the inner selection and the ranking fit are still "
-                            "computed in the unit's process; the exact path ignores it (not part of the setting's key)",
-                            Options(False, True), execution=True, active_when=When(task="ratings"))
+                            "tolerance — so it is part of the setting's key, and a split fit is stored apart from a "
+                            "local one. The eigenbases, the inner selection and the ranking fit are still computed in "
+                            "the unit's process; the exact path ignores it",
+                            Options(False, True), active_when=When(task="ratings"))
     select: str = param("inner-cv", "ratings task: 'inner-cv' chooses `signal` and `bias_scale` from their grids on "
                         "one validation split (1/inner_folds of the training ratings) — on the exact path bias_scale "
                         "screened with rank-50 moment kernels at the middle signal, then every signal at the best "
