@@ -32,7 +32,7 @@ from malt.numerics.kron_observed import CHUNK_BYTES, ObservedKroneckerSum, Patte
 
 
 class RowBlock:
-    """The observations in rows [first, first + n_rows) of an (n, m) matrix: their positions as two `Pattern`s
+    """The observations in rows [first, first + n_rows) of an (n, m) matrix: their positions as two `Pattern` objects
     (by row, and transposed), the block's rows of the left eigenvectors V1 (n_rows, r1) and the right
     eigenvectors V2 (m, r2). `weighted` gives the block of one solve."""
 
