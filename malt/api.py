@@ -34,6 +34,7 @@ class Run:
     failed: int = 0
     failures: list = field(default_factory=list)  # (setting, fold, error)
     refused: list = field(default_factory=list)  # (rerun) settings today's declarations refuse: left as stored
+    warnings: list = field(default_factory=list)  # (setting, fold, message) warnings the run's units stored
 
     @property
     def ok(self) -> bool:
@@ -188,7 +189,7 @@ def cv(algorithms: str | Iterable[str], dataset: str, *, task: str | None = None
     migrate_if_needed(store, wait)
     counts = engine.execute(store, plan, jobs=jobs, scheduler=scheduler, quiet=quiet, wait=wait, threads=threads,
                             cache=cache, unit_timeout=unit_timeout)
-    return Run(plan.experiment, **counts.as_dict(), failures=counts.failures)
+    return Run(plan.experiment, **counts.as_dict(), failures=counts.failures, warnings=counts.warnings)
 
 
 def rerun(repo="results", *, experiments: Iterable[str] = (), algorithms: Iterable[str] = (), jobs: int = 1,
@@ -253,7 +254,8 @@ def rerun(repo="results", *, experiments: Iterable[str] = (), algorithms: Iterab
                                 f"`malt repair --experiment {exp}` checks it.")
             counts = engine.execute(store, plan, force=set(names), jobs=jobs, scheduler=scheduler, quiet=quiet,
                                     wait=wait, threads=threads, unit_timeout=unit_timeout)
-            runs.append(Run(exp, **counts.as_dict(), failures=counts.failures, refused=refused))
+            runs.append(Run(exp, **counts.as_dict(), failures=counts.failures, refused=refused,
+                            warnings=counts.warnings))
         except MaltError as err:
             if on_error is None:
                 raise

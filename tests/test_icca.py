@@ -237,3 +237,15 @@ def test_factor_analysis_start_recovers_planted_components_and_sparsity(seed):
     assert np.bincount([k for t, k in Ks if t >= diag["burn_in"]]).argmax() == 4
     true_zeros = np.mean(ds.components["W"] == 0)
     assert abs(np.mean([v for t, v in sparsity if t >= diag["burn_in"]]) - true_zeros) < 0.1
+
+
+def test_malt_cv_prints_the_unmixed_warning_once_per_kind(tmp_path):
+    """`malt cv` says on stderr, in one line, that the units' chains have not mixed (how many units, where),
+    beside the stored record; the experiment id stays the last line of stdout."""
+    from tests.helpers import run_malt
+
+    out = run_malt("cv", "--repo", tmp_path / "r", "--algo", "icca", "--dataset", "synthetic-cca", "--task", "recovery",
+                   "--param", "min_sweeps=20", "--param", "max_sweeps=20", "--quiet")
+    lines = [line for line in out.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(lines) == 1 and lines[0].startswith("warning: 5 unit(s): icca: the chain has not mixed after 20 sweeps")
+    assert out.stdout.strip().splitlines()[-1].startswith("synthetic-cca-recovery-")

@@ -118,7 +118,21 @@ def _report(run, quiet: bool) -> None:
             click.echo(f"  {count} unit(s) failed: {error} ({', '.join(where[:3])}{', …' if len(where) > 3 else ''})",
                        err=True)
         click.echo(f"  see `malt show {run.experiment} --failed`; `malt rerun` retries them", err=True)
+    for message, where in _grouped(getattr(run, "warnings", [])):  # stored with each unit; one line per kind
+        click.echo(f"warning: {len(where)} unit(s): {message} ({', '.join(where[:3])}{', …' if len(where) > 3 else ''}; "
+                   f"each unit's record keeps its whole message)", err=True)
     click.echo(run.experiment)
+
+
+def _grouped(warnings) -> list[tuple[str, list[str]]]:
+    """(a kind of message, where it was raised) for ``warnings`` ((display, fold, message) triples), the most
+    frequent first. The kind is the message's first line up to its first parenthesis, where messages carry
+    their unit's own numbers ("icca: the chain has not mixed after 20 sweeps (log_likelihood R̂ 1.94 …")."""
+    where: dict[str, list[str]] = {}
+    for display, fold, message in warnings:
+        kind = str(message).splitlines()[0].split(" (")[0][:300] if message else ""
+        where.setdefault(kind, []).append(f"{display} fold {fold}")
+    return sorted(where.items(), key=lambda item: -len(item[1]))
 
 
 @main.command()

@@ -352,6 +352,7 @@ class Counts:
     rescored: int = 0
     failed: int = 0
     failures: list = field(default_factory=list)  # (display, fold, error) of this run's failed units
+    warnings: list = field(default_factory=list)  # (display, fold, message) of the warnings its units stored
 
     def as_dict(self) -> dict:
         return {"planned": self.planned, "stored": self.stored, "ran": self.ran, "rescored": self.rescored,
@@ -491,6 +492,7 @@ def _execute(repo, files, writer, plan: Plan, counts: Counts, force, jobs, sched
             if failed:
                 counts.failed += 1
                 counts.failures.append((record["display"], record["fold"], record["error"]))
+            counts.warnings.extend((record["display"], record["fold"], message) for message in record.get("warnings", ()))
             progress.unit_done(record["unit"], failed, record.get("fit_seconds"),
                                timed_out=str(record.get("error", "")).startswith("UnitTimeout"))
     finally:
