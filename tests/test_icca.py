@@ -241,11 +241,17 @@ def test_factor_analysis_start_recovers_planted_components_and_sparsity(seed):
 
 def test_malt_cv_prints_the_unmixed_warning_once_per_kind(tmp_path):
     """`malt cv` says on stderr, in one line, that the units' chains have not mixed (how many units, where),
-    beside the stored record; the experiment id stays the last line of stdout."""
+    beside the stored record; the experiment id stays the last line of stdout. `malt show` repeats the line
+    under its table."""
     from tests.helpers import run_malt
 
     out = run_malt("cv", "--repo", tmp_path / "r", "--algo", "icca", "--dataset", "synthetic-cca", "--task", "recovery",
                    "--param", "min_sweeps=20", "--param", "max_sweeps=20", "--quiet")
     lines = [line for line in out.stderr.splitlines() if line.startswith("warning: ")]
     assert len(lines) == 1 and lines[0].startswith("warning: 5 unit(s): icca: the chain has not mixed after 20 sweeps")
-    assert out.stdout.strip().splitlines()[-1].startswith("synthetic-cca-recovery-")
+    experiment = out.stdout.strip().splitlines()[-1]
+    assert experiment.startswith("synthetic-cca-recovery-")
+    shown = run_malt("show", experiment, "--repo", tmp_path / "r")  # the table's numbers come with the reason to doubt them
+    assert [line for line in shown.stderr.splitlines() if line.startswith("warning: ")] == lines
+    as_csv = run_malt("show", experiment, "--repo", tmp_path / "r", "--format", "csv")  # scripts read stdout alone
+    assert "warning" not in as_csv.stderr and "not mixed" not in as_csv.stdout

@@ -118,10 +118,15 @@ def _report(run, quiet: bool) -> None:
             click.echo(f"  {count} unit(s) failed: {error} ({', '.join(where[:3])}{', …' if len(where) > 3 else ''})",
                        err=True)
         click.echo(f"  see `malt show {run.experiment} --failed`; `malt rerun` retries them", err=True)
-    for message, where in _grouped(getattr(run, "warnings", [])):  # stored with each unit; one line per kind
+    _echo_warnings(getattr(run, "warnings", []))
+    click.echo(run.experiment)
+
+
+def _echo_warnings(warnings) -> None:
+    """One stderr line per kind of the warnings units stored, with how many units and where."""
+    for message, where in _grouped(warnings):
         click.echo(f"warning: {len(where)} unit(s): {message} ({', '.join(where[:3])}{', …' if len(where) > 3 else ''}; "
                    f"each unit's record keeps its whole message)", err=True)
-    click.echo(run.experiment)
 
 
 def _grouped(warnings) -> list[tuple[str, list[str]]]:
@@ -455,6 +460,8 @@ def show(experiment_id, algo_names, params, fmt, raw, diagnostics, show_failed, 
                    f"`malt rescore --experiment {experiment_id}` updates them)", err=True)
     if not rs.failed.empty and fmt == "table":
         click.echo(f"({len(rs.failed)} failed unit(s); `malt show {experiment_id} --failed` lists them)", err=True)
+    if fmt == "table":  # a number from a chain that has not mixed is shown with the reason to doubt it
+        _echo_warnings(rs.warnings(experiment_id))
 
 
 def _show_provenance(rs, experiment_id: str, fmt: str) -> None:

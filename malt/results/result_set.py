@@ -265,6 +265,13 @@ class ResultSet:
                  for line in (u["_record"].get("diagnostics") or {}).get("notices", [])}
         return [f"{display}: {line}" for display, line in found]
 
+    def warnings(self, experiment: str) -> list[tuple[str, int, str]]:
+        """(setting, fold, message) for each warning the units of ``experiment`` stored while they ran (a
+        sampler's chains that have not mixed, a solver that stopped at its cap), in setting order."""
+        units = self._diagnostics.units if isinstance(self._diagnostics, _LazyDiagnostics) else []
+        return [(u["display"], u["fold"], message) for u in units if u["experiment"] == experiment
+                for message in u["_record"].get("warnings") or ()]
+
     def diagnostics_wide(self, experiment: str) -> pd.DataFrame:
         """One experiment's recorded diagnostics as diagnostic × algorithm cells 'mean ± std' over folds."""
         d = self.diagnostics
