@@ -32,7 +32,8 @@ class KPMF(Algorithm):
     name = "kpmf"
     tasks = frozenset({"ratings"})
     Params = KPMFParams
-    version = "9"  # v9: bias penalties and the ranking fit's popularity offset chosen on the holdout;
+    version = "10"  # v10: warm-started ranking fits (see mvgp's v13);
+    # v9: bias penalties and the ranking fit's popularity offset chosen on the holdout;
     # v5: bias offsets, shared inner-CV vocabulary by default; v6: noise-edge units, ranking fit;
     # v7: symmetric covariance root, warm starts along the σ² grid, ftol 1e-6 (algorithms/mvgp);
     # v8: `converged` is the solver's own test (was: rank growth, never set at a fixed rank)
