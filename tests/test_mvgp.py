@@ -65,12 +65,20 @@ def test_lambda_zero_equals_kronecker_gp_posterior_mean():
 
 
 def test_sampled_products_equal_the_dense_product_at_the_entries():
-    """Across SAMPLE_BLOCK boundaries, with repeated positions."""
-    from malt.numerics.kron_observed import SAMPLE_BLOCK, sampled_products
+    """Across DOT_BLOCK boundaries (the last block short, its buffers reused), with repeated positions, float32
+    factors as the synthetic truth's, and into a given ``out``."""
+    from malt.numerics.kron_observed import sampled_products
+    from malt.numerics.linalg import DOT_BLOCK
     rng = np.random.default_rng(4)
     Z, W = rng.standard_normal((60, 5)), rng.standard_normal((50, 5))
-    rows, cols = rng.integers(0, 60, 2 * SAMPLE_BLOCK + 7), rng.integers(0, 50, 2 * SAMPLE_BLOCK + 7)
+    rows, cols = rng.integers(0, 60, 2 * DOT_BLOCK + 7), rng.integers(0, 50, 2 * DOT_BLOCK + 7)
     np.testing.assert_allclose(sampled_products(Z, W, rows, cols), (Z @ W.T)[rows, cols], rtol=1e-12, atol=1e-12)
+    out = np.full(rows.size, np.nan)
+    assert sampled_products(Z, W, rows, cols, out=out) is out
+    np.testing.assert_allclose(out, (Z @ W.T)[rows, cols], rtol=1e-12, atol=1e-12)
+    Z32, W32 = Z.astype(np.float32), W.astype(np.float32)
+    np.testing.assert_allclose(sampled_products(Z32, W32, rows, cols), (Z32 @ W32.T)[rows, cols], rtol=1e-5, atol=1e-5)
+    assert sampled_products(Z, W, rows[:0], cols[:0]).shape == (0,)
 
 
 def test_truncated_factors_are_the_best_low_rank_product_balanced():

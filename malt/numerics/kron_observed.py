@@ -34,9 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from malt.numerics.eigenbasis import Eigenbasis
-
-SAMPLE_BLOCK = 8192
-"""Entries per block of `sampled_products`: two (block, r) gathers stay in cache."""
+from malt.numerics.linalg import dot_at
 
 NARROW_WIDTH = 16
 """Widest factor (columns) a `Pattern` cuts into column blocks: two 64-byte cache lines a row."""
@@ -51,18 +49,8 @@ CHUNK_BYTES = 128
 16 double-precision columns)."""
 
 
-def sampled_products(Z: np.ndarray, W: np.ndarray, rows: np.ndarray, cols: np.ndarray, out=None) -> np.ndarray:
-    """(Z Wᵀ)_{rows[l], cols[l]} for every l: the entries of a factored matrix at given positions, O(L r), by
-    blocks of entries (gathering all L rows of Z and W at once writes 2·L·r floats to memory and runs 4×
-    slower). Rows are gathered by `numpy.take`, which copies whole rows, where fancy indexing goes element by
-    element: 3–4× faster at r = 10 (7·10⁶ entries of two 500,000 × 10 factors, one thread: 0.73 → 0.23 s).
-    ``out``: an (L,) array to write into."""
-    Z, W = np.ascontiguousarray(Z), np.ascontiguousarray(W)
-    out = np.empty(len(rows)) if out is None else out
-    for s in range(0, len(rows), SAMPLE_BLOCK):
-        e = slice(s, s + SAMPLE_BLOCK)
-        out[e] = np.einsum("ij,ij->i", np.take(Z, rows[e], axis=0), np.take(W, cols[e], axis=0))
-    return out
+sampled_products = dot_at
+"""(Z Wᵀ)_{rows[l], cols[l]} for every l (`malt.numerics.linalg.dot_at`, under the name this module's products use)."""
 
 
 class Pattern:

@@ -156,15 +156,30 @@ def to_dense(X) -> np.ndarray:
 
 
 ENTRY_CHUNK = 1 << 16
-"""Entries whose factor products `dot_at` forms at once (its temporaries: 2 · ENTRY_CHUNK · k floats, 10 MiB at
-k = 10; at 1 << 18 they were the peak of a biased-mf fit of 10⁶ ratings)."""
+"""Entries a rating-length check or update handles at once (`malt.algorithms.als_blocks`; its temporaries:
+ENTRY_CHUNK floats)."""
+
+DOT_BLOCK = 8192
+"""Entries per block of `dot_at`: its two (block, k) gathers stay in cache."""
 
 
-def dot_at(P: np.ndarray, Q: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """p_rowsᵀ q_cols at every (row, col) pair, (L,), ENTRY_CHUNK pairs at a time (never two L × k gathers).
-    Cost O(L k) time, O(ENTRY_CHUNK · k) extra memory."""
-    out = np.empty(len(rows))
-    for start in range(0, len(rows), ENTRY_CHUNK):
-        stop = start + ENTRY_CHUNK
-        out[start:stop] = np.einsum("ij,ij->i", P[rows[start:stop]], Q[cols[start:stop]])
+def dot_at(P: np.ndarray, Q: np.ndarray, rows: np.ndarray, cols: np.ndarray, out=None) -> np.ndarray:
+    """p_rowsᵀ q_cols at every (row, col) pair, (L,): the entries of the factored matrix P Qᵀ at given positions,
+    by blocks of `DOT_BLOCK` pairs (gathering all L rows of P and Q at once writes 2·L·k floats to memory and runs
+    4× slower). Rows are gathered by `numpy.take`, which copies whole rows where fancy indexing goes element by
+    element (3–4× faster at k = 10: 7·10⁶ entries of two 500,000 × 10 factors, one thread, 0.73 → 0.23 s), into
+    two block buffers allocated once per call: a fresh pair per block is a fresh mapping wherever the allocator
+    returns large blocks at once (a Dask worker's nanny sets MALLOC_TRIM_THRESHOLD_), and faulting its pages in
+    cost the workers of a split pma-map solve more system time than the products themselves.
+    ``out``: an (L,) array to write into. Cost O(L k) time, O(DOT_BLOCK · k) extra memory."""
+    P, Q = np.ascontiguousarray(P), np.ascontiguousarray(Q)
+    out = np.empty(len(rows)) if out is None else out
+    size = min(DOT_BLOCK, len(rows))
+    left, right = np.empty((size, P.shape[1]), P.dtype), np.empty((size, Q.shape[1]), Q.dtype)
+    for start in range(0, len(rows), DOT_BLOCK):
+        block = slice(start, start + DOT_BLOCK)
+        r, c = rows[block], cols[block]
+        k = len(r)  # mode='clip' gathers straight into the buffer (mode='raise' buffers again); the positions are valid
+        out[block] = np.einsum("ij,ij->i", np.take(P, r, axis=0, out=left[:k], mode="clip"),
+                               np.take(Q, c, axis=0, out=right[:k], mode="clip"))
     return out
