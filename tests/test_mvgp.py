@@ -79,6 +79,10 @@ def test_sampled_products_equal_the_dense_product_at_the_entries():
     Z32, W32 = Z.astype(np.float32), W.astype(np.float32)
     np.testing.assert_allclose(sampled_products(Z32, W32, rows, cols), (Z32 @ W32.T)[rows, cols], rtol=1e-5, atol=1e-5)
     assert sampled_products(Z, W, rows[:0], cols[:0]).shape == (0,)
+    with pytest.raises(IndexError, match="row position"):  # the gathers clip; the check does not
+        sampled_products(Z, W, np.r_[rows, 60], np.r_[cols, 0])
+    with pytest.raises(IndexError, match="column position"):
+        sampled_products(Z, W, np.r_[rows, 0], np.r_[cols, -1])
 
 
 def test_truncated_factors_are_the_best_low_rank_product_balanced():

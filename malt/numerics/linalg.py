@@ -156,8 +156,8 @@ def to_dense(X) -> np.ndarray:
 
 
 ENTRY_CHUNK = 1 << 16
-"""Entries a rating-length check or update handles at once (`malt.algorithms.als_blocks`; its temporaries:
-ENTRY_CHUNK floats)."""
+"""Ratings that a pass of `malt.algorithms.als_blocks` over all of them handles at once (its float32 check, its runs
+of whole rows), so its temporaries hold ENTRY_CHUNK floats, never one per rating."""
 
 DOT_BLOCK = 8192
 """Entries per block of `dot_at`: its two (block, k) gathers stay in cache."""
@@ -171,15 +171,20 @@ def dot_at(P: np.ndarray, Q: np.ndarray, rows: np.ndarray, cols: np.ndarray, out
     two block buffers allocated once per call: a fresh pair per block is a fresh mapping wherever the allocator
     returns large blocks at once (a Dask worker's nanny sets MALLOC_TRIM_THRESHOLD_), and faulting its pages in
     cost the workers of a split pma-map solve more system time than the products themselves.
-    ``out``: an (L,) array to write into. Cost O(L k) time, O(DOT_BLOCK · k) extra memory."""
+    ``out``: an (L,) array to write into. Positions outside P's or Q's rows raise IndexError (checked once, as
+    the gathers clip). Cost O(L k) time, O(DOT_BLOCK · k) extra memory."""
     P, Q = np.ascontiguousarray(P), np.ascontiguousarray(Q)
+    rows, cols = np.asarray(rows), np.asarray(cols)
     out = np.empty(len(rows)) if out is None else out
+    for index, factor, name in ((rows, P, "row"), (cols, Q, "column")):
+        if len(index) and (index.min() < 0 or index.max() >= factor.shape[0]):
+            raise IndexError(f"dot_at: a {name} position outside 0..{factor.shape[0] - 1}")
     size = min(DOT_BLOCK, len(rows))
     left, right = np.empty((size, P.shape[1]), P.dtype), np.empty((size, Q.shape[1]), Q.dtype)
     for start in range(0, len(rows), DOT_BLOCK):
         block = slice(start, start + DOT_BLOCK)
         r, c = rows[block], cols[block]
-        k = len(r)  # mode='clip' gathers straight into the buffer (mode='raise' buffers again); the positions are valid
+        k = len(r)  # mode='clip' gathers straight into the buffer (mode='raise' buffers again); checked above
         out[block] = np.einsum("ij,ij->i", np.take(P, r, axis=0, out=left[:k], mode="clip"),
                                np.take(Q, c, axis=0, out=right[:k], mode="clip"))
     return out
