@@ -251,7 +251,7 @@ def test_malt_cv_prints_the_unmixed_warning_once_per_kind(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("warning: 5 unit(s): icca: the chain has not mixed after 20 sweeps")
     experiment = out.stdout.strip().splitlines()[-1]
     assert experiment.startswith("synthetic-cca-recovery-")
-    shown = run_malt("show", experiment, "--repo", tmp_path / "r")  # the table's numbers come with the reason to doubt them
+    shown = run_malt("show", experiment, "--repo", tmp_path / "r")  # the numbers, with the reason to doubt them
     assert [line for line in shown.stderr.splitlines() if line.startswith("warning: ")] == lines
     as_csv = run_malt("show", experiment, "--repo", tmp_path / "r", "--format", "csv")  # scripts read stdout alone
     assert "warning" not in as_csv.stderr and "not mixed" not in as_csv.stdout

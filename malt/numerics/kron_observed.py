@@ -50,7 +50,8 @@ CHUNK_BYTES = 128
 
 
 sampled_products = dot_at
-"""(Z Wᵀ)_{rows[l], cols[l]} for every l (`malt.numerics.linalg.dot_at`, under the name this module's products use)."""
+"""(Z Wᵀ)_{rows[l], cols[l]} for every l: `malt.numerics.linalg.dot_at`, under the name this module's
+products use."""
 
 
 class Pattern:

@@ -169,7 +169,7 @@ def dot_at(P: np.ndarray, Q: np.ndarray, rows: np.ndarray, cols: np.ndarray, out
     4× slower). Rows are gathered by `numpy.take`, which copies whole rows where fancy indexing goes element by
     element (3–4× faster at k = 10: 7·10⁶ entries of two 500,000 × 10 factors, one thread, 0.73 → 0.23 s), into
     two block buffers allocated once per call: a fresh pair per block is a fresh mapping wherever the allocator
-    returns large blocks at once (a Dask worker's nanny sets MALLOC_TRIM_THRESHOLD_), and faulting its pages in
+    returns large blocks at once (a Dask worker's nanny sets ``MALLOC_TRIM_THRESHOLD_``), and faulting its pages in
     cost the workers of a split pma-map solve more system time than the products themselves.
     ``out``: an (L,) array to write into. Positions outside P's or Q's rows raise IndexError (checked once, as
     the gathers clip). Cost O(L k) time, O(DOT_BLOCK · k) extra memory."""

@@ -63,7 +63,8 @@ def main():
     E1, E2, resid = moments["E1"], moments["E2"], moments["resid"]
     noise, scale = 0.5 * moments["total"], 0.5
     local_cpu, local_peak = [], 0
-    for traced in [False] * args.repeats + [True]:  # timed runs untraced: the tracer's cost per allocation is not the solver's
+    # timed runs untraced (the tracer's cost per allocation is not the solver's), then one traced for the memory
+    for traced in [False] * args.repeats + [True]:
         if traced:
             tracemalloc.start()
             tracemalloc.reset_peak()
