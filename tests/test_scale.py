@@ -251,17 +251,45 @@ def test_moment_kernel_operator_equals_the_dense_moments_in_each_storage_mode(mo
         np.fill_diagonal(K, 0.0)
         X = RNG.standard_normal((size, 3))
         stored = R.MomentKernel(rows, cols, resid, shape, axis, 7.0)
-        assert stored.stored and 0 < stored.C.nnz < np.count_nonzero(K)  # pairs co-rating twice or more
+        assert stored.kind == "stored" and 0 < stored.C.nnz < np.count_nonzero(K)  # pairs co-rating twice or more
         np.testing.assert_allclose(stored.matmat(X), K @ X, atol=1e-12)
         monkeypatch.setattr(R, "STORED_BYTES", 0)
         dense_blocks = R.MomentKernel(rows, cols, resid, shape, axis, 7.0)
-        assert dense_blocks.dense_data is not None
+        assert dense_blocks.kind == "dense"
         np.testing.assert_allclose(dense_blocks.matmat(X), K @ X, atol=1e-12)
-        monkeypatch.setattr(R, "BLOCK_ENTRIES", 100)  # too small to hold the ratings densely: sparse blocks
+        monkeypatch.setattr(R, "BLOCK_ENTRIES", 100)  # 30 % filled: still dense blocks, as Jester's user side
+        assert R.MomentKernel(rows, cols, resid, shape, axis, 7.0).kind == "dense"
+        monkeypatch.setattr(R, "DENSE_FILL", 0.5)  # too sparse for dense blocks: sparse ones
         sparse_blocks = R.MomentKernel(rows, cols, resid, shape, axis, 7.0)
-        assert not sparse_blocks.stored and sparse_blocks.dense_data is None
+        assert sparse_blocks.kind == "recomputed" and not sparse_blocks.stored
         np.testing.assert_allclose(sparse_blocks.matmat(X), K @ X, atol=1e-12)
         monkeypatch.undo()
+
+
+def test_moment_kernel_above_the_pair_limit_is_the_gram_part_weighted_by_expected_counts(monkeypatch):
+    """Above PAIR_LIMIT the operator is A (RᵀR − diag) A, a_j = (1 + shrink + n_j² κ)^(-1/2) with n_j the ratings of
+    column j and κ = Σ_r c_r² / nnz² from the rows' counts c_r, computed here from the dense matrices; its weight
+    a_j a_k is at most 1 / (1 + n_j n_k κ + shrink) (it shrinks no less) and equals it where n_j = n_k."""
+    rows, cols, y, shape, _ = ratings_problem(density=0.2)
+    resid = y - y.mean()
+    monkeypatch.setattr(R, "PAIR_LIMIT", 0)
+    monkeypatch.setattr(R, "DENSE_FILL", 1.1)
+    for axis in (0, 1):
+        Rm = sp.csr_matrix((resid, (rows, cols)), shape=shape).toarray()
+        Om = sp.csr_matrix((np.ones_like(resid), (rows, cols)), shape=shape).toarray()
+        if axis == 1:
+            Rm, Om = Rm.T, Om.T
+        n_j, kappa = Om.sum(axis=0), np.sum(Om.sum(axis=1) ** 2) / Om.sum() ** 2
+        a = 1.0 / np.sqrt(1.0 + 7.0 + n_j ** 2 * kappa)
+        G = Rm.T @ Rm
+        np.fill_diagonal(G, 0.0)
+        kernel = R.MomentKernel(rows, cols, resid, shape, axis, 7.0)
+        assert kernel.kind == "separable"
+        X = RNG.standard_normal((Rm.shape[1], 3))
+        np.testing.assert_allclose(kernel.matmat(X), (a[:, None] * G * a[None, :]) @ X, atol=1e-12)
+        expected = 1.0 / (1.0 + np.outer(n_j, n_j) * kappa + 7.0)
+        assert np.all(np.outer(a, a) <= expected + 1e-15)
+        np.testing.assert_allclose(np.diag(np.outer(a, a)), np.diag(expected))
 
 
 def dense_moment_kernel(rows, cols, resid, shape, axis, shrink):
@@ -324,7 +352,7 @@ def test_pma_map_scalable_path_converges_to_the_exact_path_as_its_rank_grows():
     exact = run()
     assert exact.diagnostics["path"] == "exact"
     full = run(dense_limit=1, rank=max(shape))
-    assert full.diagnostics["path"] == "low-rank"
+    assert full.diagnostics["path"] == "low-rank" and full.diagnostics["moment_kernels"] == ["stored", "stored"]
     np.testing.assert_allclose(full.values, exact.values, atol=1e-3)  # CG to 1e-4 relative on either path
     np.testing.assert_allclose(full.scores, exact.scores, atol=1e-8)  # the ranking fit is a direct solve
     errors = [np.sqrt(np.mean((run(dense_limit=1, rank=k).values - exact.values) ** 2)) for k in (2, 8, 20)]

@@ -29,7 +29,11 @@ eigenpairs of its moment kernel (all of them on a side of at most ``rank``), com
 spectrum keeping the trace of those eigenpairs; the prediction is the same posterior mean in the kernels'
 weight space (`malt.numerics.kron_observed.ObservedKroneckerSum`, O(nnz · rank) per conjugate-gradient iteration).
 With rank ≥ a side's size the eigenbasis is exact and both paths give the same numbers; on MovieLens-100K
-(rank 100 of 943 and 1682) the test RMSE moves by 3e-4.
+(rank 100 of 943 and 1682) the test RMSE moves by 3e-4. A side with more than ``PAIR_LIMIT`` co-rating pairs
+(a 10⁸-rating matrix of Netflix's shape) replaces each pair's co-rating count by its expectation from the two
+sides' rating counts (`MomentKernel`'s separable form), so that its products cost O(nnz) rather than O(pairs);
+forced on MovieLens-100K, FilmTrust and CiaoDVD-trust (fold 0, scalable path, defaults) it moved the test RMSE by
+at most 1.5e-4.
 """
 from __future__ import annotations
 
@@ -56,6 +60,21 @@ bytes is built once; a larger one is recomputed block by block at every product.
 EXACT_PAIRS = 2 * 10 ** 7
 """Up to this many stored pairs the correction keeps double precision (the eigenbasis then agrees with the
 dense path's to rounding); above it single precision halves its memory and product time."""
+PAIR_LIMIT = 10 ** 9
+"""Co-rating pairs (`MomentKernel.pairs`) up to which a moment kernel is exact; above it, unless its ratings are
+dense enough for dense blocks, the pairs' counts N_jk are replaced by their expectation (`MomentKernel`'s
+separable form), so that its products cost O(nnz) instead of O(pairs). Every real set malt ships stays below it
+(MovieLens-100K 2·10⁷, Jester's user side 3.7·10¹⁰ takes the dense blocks); a 10⁸-rating draw of Netflix's shape
+has 2.8·10¹¹ on its user side, where even one exact product is hours."""
+DENSE_RATINGS_ENTRIES = 2 ** 23
+"""Largest dense copy (entries; two of them, values and indicators) of the ratings behind a moment kernel that is
+recomputed by dense blocks at every product (Jester's 100 × 24,983: 2.5·10⁶) when they are at least ``DENSE_FILL``
+filled."""
+DENSE_FILL = 0.1
+"""Share of rated entries above which a moment kernel too large to store is recomputed by dense blocks rather than by
+sparse ones. A product by dense blocks costs 2 · rows · size² flops, by sparse ones the pairs, about rows · (fill ·
+size)² steps of a sparse product, each some hundred times a flop: dense is the cheaper above a fill of about 0.1
+(Jester's user side, fill 0.5: one product by sparse blocks took minutes)."""
 BLOCK_ENTRIES = 2 ** 21
 """Entries of one row block of a moment kernel's correction (built or recomputed) or of a dense kernel block (16 MiB in
 double precision): the block's two sparse products and their temporaries were the peak of a 10⁶-rating fit at 2²⁴
@@ -340,9 +359,18 @@ class MomentKernel:
 
     applied as Rᵀ(R X) (two sparse products, O(nnz · p) for p columns) plus C X (O(nnz(C) · p)). C is built once,
     a block of rows at a time (S and N by sparse products, O(pairs) in all); were it larger than
-    ``STORED_BYTES`` it is recomputed block by block at every product instead. When every pair co-rates often
-    (Jester: 25k users × 100 jokes, each pair of users co-rates dozens) and the ratings fit densely, K itself
-    is recomputed by dense blocks at every product, never more than ``BLOCK_ENTRIES`` of it at once.
+    ``STORED_BYTES`` it is recomputed block by block at every product instead. When the ratings are dense
+    enough (``DENSE_FILL``; Jester: 25k users × 100 jokes, each pair of users co-rates dozens) and fit densely
+    (``DENSE_RATINGS_ENTRIES``), K itself is recomputed by dense blocks at every product, never more than
+    ``BLOCK_ENTRIES`` of it at once.
+
+    Above ``PAIR_LIMIT`` pairs on sparse ratings, where even one pass over the pairs is hours, each count is
+    replaced by its expectation: a column j rated n_j times and a column k rated n_k times, their ratings spread
+    over the rows as the rows' counts c_r are (Σ_r c_r = nnz), co-rate 1 + n_j n_k κ times with κ = Σ_r c_r² / nnz²
+    = pairs / nnz² (the one co-rating that makes S_jk non-zero, and the others at random). The separable weight a_j a_k,
+    a_j = (1 + shrink + n_j² κ)^(-1/2), is at most 1 / (1 + n_j n_k κ + shrink) (Cauchy–Schwarz: it shrinks no
+    less) and equal to it where n_j = n_k, so K ≈ A (RᵀR − diag(RᵀR)) A with A = diag(a): the Gram part's two sparse products,
+    O(nnz · p), and no pairs. ``kind`` names the form: 'stored', 'recomputed', 'dense' or 'separable'.
     """
 
     def __init__(self, rows, cols, resid, shape, axis: int, shrink: float):
@@ -356,10 +384,19 @@ class MomentKernel:
         self.diag = np.asarray(R.multiply(R).sum(axis=0)).ravel()  # diag(RᵀR)
         counts = np.diff(R.indptr).astype(float)
         self.pairs = int(np.sum(counts ** 2))  # ≥ nnz(N), diagonal included
-        self.dense_data, self.C, self._single = None, None, None
-        if self.pairs * 12 > STORED_BYTES and R.shape[0] * R.shape[1] <= BLOCK_ENTRIES:
-            self.dense_data = (R.toarray(), O.toarray())
+        self.dense_data, self.C, self._single, self.weights = None, None, None, None
+        entries = R.shape[0] * R.shape[1]
+        dense = entries <= BLOCK_ENTRIES or (entries <= DENSE_RATINGS_ENTRIES and R.nnz >= DENSE_FILL * entries)
+        if self.pairs * 12 > STORED_BYTES and dense:
+            self.dense_data, self.kind = (R.toarray(), O.toarray()), "dense"
             return
+        if self.pairs > PAIR_LIMIT:
+            kappa = self.pairs / float(R.nnz) ** 2
+            rated = np.diff(self.Rt.indptr).astype(float)  # n_j
+            self.weights, self.kind = 1.0 / np.sqrt(1.0 + self.shrink + rated ** 2 * kappa), "separable"
+            self.O = self.Ot = None  # the counts are not read again
+            return
+        self.kind = "recomputed"
         blocks, stored = [], 0
         step = self._step(max(self.pairs / max(self.size, 1), 1.0))
         for start in range(0, self.size, step):
@@ -368,7 +405,7 @@ class MomentKernel:
             if stored > STORED_BYTES:
                 return  # recomputed at every product
         C = sp.vstack(blocks, format="csr") if blocks else sp.csr_matrix((0, self.size))
-        self.C = C.astype(np.float64 if C.nnz <= EXACT_PAIRS else np.float32)
+        self.C, self.kind = C.astype(np.float64 if C.nnz <= EXACT_PAIRS else np.float32), "stored"
 
     def _step(self, per_row: float) -> int:
         return max(1, int(BLOCK_ENTRIES // max(per_row, 1.0)))
@@ -415,14 +452,19 @@ class MomentKernel:
                 stop = min(start + step, self.size)
                 out[start:stop] = self._dense_block(start, stop) @ X
             return out
+        a = self.weights
+        Xa = X if a is None else a[:, None] * X
         if single:
             if self._single is None:
                 self._single = (scattered(self.R, np.float32), scattered(self.Rt, np.float32))
             R32, Rt32 = self._single
-            out[:] = Rt32 @ (R32 @ X)
+            out[:] = Rt32 @ (R32 @ Xa)
         else:
-            out[:] = self.Rt @ (self.R @ X)
-        out -= self.diag[:, None] * X
+            out[:] = self.Rt @ (self.R @ Xa)
+        out -= self.diag[:, None] * Xa
+        if a is not None:
+            out *= a[:, None]
+            return out
         out /= 1.0 + self.shrink
         if self.C is not None:
             out -= np.asarray(self.C @ X.astype(self.C.dtype), dtype=float)
@@ -435,28 +477,32 @@ class MomentKernel:
 
 
 def moment_basis(rows, cols, resid, shape, axis: int, shrink: float, power: float = 1.0, *,
-                 rank: int | None = None, rng: np.random.Generator | None = None) -> Eigenbasis:
+                 rank: int | None = None, rng: np.random.Generator | None = None) -> tuple[Eigenbasis, str]:
     """Eigenbasis of the sharpened moment kernel (`moment_kernel`'s, spectrum by `sharpen`): its top ``rank``
     eigenpairs from the sparse `MomentKernel` (`Eigenbasis.top`), the sharpened values keeping the clipped
-    trace of those eigenpairs — or the exact decomposition when ``rank`` is None or at least the side's size.
-    O(pairs · rank) for the products, O(size · rank²) for the orthonormalisation."""
+    trace of those eigenpairs — or the exact decomposition when ``rank`` is None or at least the side's size —
+    and the operator's form (`MomentKernel.kind`). O(min(pairs, PAIR_LIMIT) · rank) for the products (O(nnz ·
+    rank) in the separable form), O(size · rank²) for the orthonormalisation."""
     K = MomentKernel(rows, cols, resid, shape, axis, shrink)
     rank = K.size if rank is None else min(int(rank), K.size)
     rng = np.random.default_rng(0) if rng is None else rng
     single = krylov_space(K.size, rank)
-    return Eigenbasis.top(lambda X: K.matmat(X, single), K.size, rank, rng=rng, transform=lambda d: sharpen(d, power))
+    basis = Eigenbasis.top(lambda X: K.matmat(X, single), K.size, rank, rng=rng, transform=lambda d: sharpen(d, power))
+    return basis, K.kind
 
 
 def fit_moments_low_rank(rows, cols, y, shape, *, shrink: float = 100.0, reg_rows: float = 15.0,
                          reg_cols: float = 10.0, power: float = 1.0, rank: int = RANK) -> dict:
-    """`fit_moments` without dense kernels: dict with mu, b, c, the residuals, their mean square ``total`` and
-    the kernels' eigenbases E1 (rows) and E2 (columns), each the top ``rank`` eigenpairs (`moment_basis`; all
-    of them, exact, on a side of at most ``rank``). O(nnz + pairs · rank)."""
+    """`fit_moments` without dense kernels: dict with mu, b, c, the residuals, their mean square ``total``, the
+    kernels' eigenbases E1 (rows) and E2 (columns), each the top ``rank`` eigenpairs (`moment_basis`; all
+    of them, exact, on a side of at most ``rank``), and ``kernels``, the form of each side's operator
+    (`MomentKernel.kind`). O(nnz + min(pairs, PAIR_LIMIT) · rank)."""
     mu, b, c = regularised_biases(rows, cols, y, shape, reg_rows, reg_cols)
     resid = y - mu - b[rows] - c[cols]
-    E1 = moment_basis(rows, cols, resid, shape, 1, shrink, power, rank=rank)
-    E2 = moment_basis(rows, cols, resid, shape, 0, shrink, power, rank=rank)
-    return {"mu": mu, "b": b, "c": c, "resid": resid, "total": float(np.mean(resid ** 2)), "E1": E1, "E2": E2}
+    E1, kind1 = moment_basis(rows, cols, resid, shape, 1, shrink, power, rank=rank)
+    E2, kind2 = moment_basis(rows, cols, resid, shape, 0, shrink, power, rank=rank)
+    return {"mu": mu, "b": b, "c": c, "resid": resid, "total": float(np.mean(resid ** 2)), "E1": E1, "E2": E2,
+            "kernels": [kind1, kind2]}
 
 
 def predict_low_rank(moments: dict, rows, cols, test_rows, test_cols, *, signal: float = 1.0,
