@@ -249,6 +249,25 @@ def test_a_path_candidate_past_the_turn_is_abandoned_mid_fit_without_changing_th
     assert abandoning[turn] > np.min(abandoning[:turn]) * (1 + rec.PATH_TURN)  # ... past the turn
 
 
+def test_biased_mf_at_defaults_is_equivariant_to_the_rating_scale():
+    """Ratings a + c·r give a + c × the predictions of r (c = 5: Jester's ±10 against a 1–5 scale) and the same
+    chosen penalties: at the MAP point P, Q scale by √c and μ, b by c when λ scales by c (the factor penalty is in
+    units of the ratings' standard deviation) and the bias penalty stays. Up to ALS's tolerance (its random start
+    does not scale)."""
+    from malt.algorithms.recommenders import BiasedMFParams, biased_mf_at, fit_biased_mf
+
+    train, _, mask = _ratings(60, 40, density=0.3, seed=8, rank=3)
+    test_r, test_c = np.nonzero(~mask)
+    fits = {}
+    for a, c in ((0.0, 1.0), (-7.0, 5.0)):
+        scaled = sp.coo_matrix((a + c * train.data, (train.row, train.col)), shape=train.shape)
+        f, d = fit_biased_mf(scaled, BiasedMFParams(tol=1e-9, iterations=500), np.random.default_rng(0))
+        fits[c] = (biased_mf_at(f, test_r, test_c), d["selected"], a)
+    (base, chosen, _), (scaled_pred, scaled_chosen, a) = fits[1.0], fits[5.0]
+    assert scaled_chosen == chosen
+    np.testing.assert_allclose(scaled_pred, a + 5.0 * base, atol=1e-3 * 5.0)
+
+
 def test_biased_mf_recovers_a_complete_biased_low_rank_matrix():
     _, truth, _ = _ratings(20, 15, density=1.0, seed=4)
     r, c = np.indices(truth.shape).reshape(2, -1)
