@@ -499,14 +499,20 @@ def validation_recall(fit_rows, fit_cols, shape, val_rows, val_cols, val_y, scor
     minus 1); tied scores are not broken at random (continuous scores rarely tie). ``scores``: (len(unique(val_rows)), n_cols) in sorted row order, or a function of an array of
     row ids returning their (len, n_cols) scores, called on blocks of ``VALIDATION_BLOCK`` rows (memory: one
     block). What the self-tuning models choose their ranking fits by (the paper selects separately for RMSE
-    and for R@20, Koyejo et al. 2014 §5.2)."""
+    and for R@20, Koyejo et al. 2014 §5.2). Only rows with a relevant validation rating are scored: the others
+    have no recall to average (on a sparse matrix, most of the validation rows)."""
+    val_rows, val_cols = np.asarray(val_rows), np.asarray(val_cols)
+    relevant_entry = np.asarray(val_y) > relevant
+    if not relevant_entry.any():
+        return 0.0
     seen = sp.csr_matrix((np.ones(len(fit_rows)), (fit_rows, fit_cols)), shape=shape)
-    u = np.unique(val_rows)
+    u = np.unique(val_rows[relevant_entry])
+    at = np.searchsorted(np.unique(val_rows), u)  # their positions in an array of ``scores``
     k = min(k, shape[1])
     top = np.empty((u.size, k), dtype=np.int64)
     for start in range(0, u.size, VALIDATION_BLOCK):
         block = u[start:start + VALIDATION_BLOCK]
-        got = scores(block) if callable(scores) else scores[start:start + VALIDATION_BLOCK]
+        got = scores(block) if callable(scores) else scores[at[start:start + VALIDATION_BLOCK]]
         S = np.array(got, dtype=float, copy=True)
         S[np.isnan(S)] = -np.inf
         S[seen[block].nonzero()] = -np.inf
@@ -514,15 +520,11 @@ def validation_recall(fit_rows, fit_cols, shape, val_rows, val_cols, val_y, scor
         best = np.argpartition(-S, k - 1, axis=1)[:, :k] if k < shape[1] else np.tile(np.arange(k), (block.size, 1))
         order = np.argsort(-np.take_along_axis(S, best, axis=1), axis=1, kind="stable")
         top[start:start + block.size] = np.take_along_axis(best, order, axis=1)
-    relevant_entry = np.asarray(val_y) > relevant
-    if not relevant_entry.any():
-        return 0.0
-    pos = np.searchsorted(u, np.asarray(val_rows)[relevant_entry])
-    wanted = sp.csr_matrix((np.ones(pos.size), (pos, np.asarray(val_cols)[relevant_entry])), shape=(u.size, shape[1]))
+    pos = np.searchsorted(u, val_rows[relevant_entry])
+    wanted = sp.csr_matrix((np.ones(pos.size), (pos, val_cols[relevant_entry])), shape=(u.size, shape[1]))
     n_relevant = np.asarray(wanted.sum(axis=1)).ravel()
     hits = np.asarray(wanted[np.arange(u.size)[:, None], top].sum(axis=1)).ravel()
-    ok = n_relevant > 0
-    return float(np.mean(hits[ok] / n_relevant[ok]))
+    return float(np.mean(hits / n_relevant))
 
 
 def relevance_threshold(y) -> float:

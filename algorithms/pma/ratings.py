@@ -61,8 +61,8 @@ EXACT_PAIRS = 2 * 10 ** 7
 """Up to this many stored pairs the correction keeps double precision (the eigenbasis then agrees with the
 dense path's to rounding); above it single precision halves its memory and product time."""
 PAIR_LIMIT = 10 ** 9
-"""Co-rating pairs (`MomentKernel.pairs`) up to which a moment kernel is exact; above it, unless its ratings are
-dense enough for dense blocks, the pairs' counts N_jk are replaced by their expectation (`MomentKernel`'s
+"""Co-rating pairs (`MomentKernel.pairs`) up to which a moment kernel is exact; above it, unless its ratings
+are dense enough for dense blocks, the pairs' counts N_jk are replaced by their expectation (`MomentKernel`'s
 separable form), so that its products cost O(nnz) instead of O(pairs). Every real set malt ships stays below it
 (MovieLens-100K 2·10⁷, Jester's user side 3.7·10¹⁰ takes the dense blocks); a 10⁸-rating draw of Netflix's shape
 has 2.8·10¹¹ on its user side, where even one exact product is hours."""
@@ -366,11 +366,12 @@ class MomentKernel:
 
     Above ``PAIR_LIMIT`` pairs on sparse ratings, where even one pass over the pairs is hours, each count is
     replaced by its expectation: a column j rated n_j times and a column k rated n_k times, their ratings spread
-    over the rows as the rows' counts c_r are (Σ_r c_r = nnz), co-rate 1 + n_j n_k κ times with κ = Σ_r c_r² / nnz²
-    = pairs / nnz² (the one co-rating that makes S_jk non-zero, and the others at random). The separable weight a_j a_k,
-    a_j = (1 + shrink + n_j² κ)^(-1/2), is at most 1 / (1 + n_j n_k κ + shrink) (Cauchy–Schwarz: it shrinks no
-    less) and equal to it where n_j = n_k, so K ≈ A (RᵀR − diag(RᵀR)) A with A = diag(a): the Gram part's two sparse products,
-    O(nnz · p), and no pairs. ``kind`` names the form: 'stored', 'recomputed', 'dense' or 'separable'.
+    over the rows as the rows' counts c_r are (Σ_r c_r = nnz), co-rate 1 + n_j n_k κ times, with
+    κ = Σ_r c_r² / nnz² = pairs / nnz² (the one co-rating that makes S_jk non-zero, and the others at random).
+    The separable weight a_j a_k, a_j = (1 + shrink + n_j² κ)^(-1/2), is at most 1 / (1 + n_j n_k κ + shrink)
+    (Cauchy–Schwarz: it shrinks no less) and equal to it where n_j = n_k, so K ≈ A (RᵀR − diag(RᵀR)) A with
+    A = diag(a): the Gram part's two sparse products, O(nnz · p), and no pairs. ``kind`` names the form:
+    'stored', 'recomputed', 'dense' or 'separable'.
     """
 
     def __init__(self, rows, cols, resid, shape, axis: int, shrink: float):
