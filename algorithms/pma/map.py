@@ -429,7 +429,8 @@ class MAPParams(PMAParams, LabelCoding, InnerCVParams, NaturalThresholdParams):
     shrink: float = param(300.0, "ratings task: co-rating count at which a moment-kernel entry keeps half its "
                           "value (shrinkage n / (n + shrink)); 300 was best of 30, 100, 300, 1000 on MovieLens-100K "
                           "and FilmTrust. Above 10⁹ co-rating pairs on a side (ratings.PAIR_LIMIT) n is each pair's "
-                          "expected count from the two rating counts (`--diagnostics`: moment_kernels 'separable')", Interval(0, None),
+                          "expected count from the two rating counts (`--diagnostics`: moment_kernels 'separable')",
+                          Interval(0, None),
                           active_when=When(task="ratings"))
     kernel_power: float = param(3.0, "ratings task: exponent of the moment kernels' eigenvalues, trace kept "
                                 "(`ratings.sharpen`; > 1 moves the prior's variance to the directions shared by "
