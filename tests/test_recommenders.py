@@ -249,11 +249,11 @@ def test_a_path_candidate_past_the_turn_is_abandoned_mid_fit_without_changing_th
     assert abandoning[turn] > np.min(abandoning[:turn]) * (1 + rec.PATH_TURN)  # ... past the turn
 
 
-def test_biased_mf_at_defaults_is_equivariant_to_the_rating_scale():
+def test_biased_mf_with_its_default_grids_is_equivariant_to_the_rating_scale():
     """Ratings a + c·r give a + c × the predictions of r (c = 5: Jester's ±10 against a 1–5 scale) and the same
-    chosen penalties: at the MAP point P, Q scale by √c and μ, b by c when λ scales by c (the factor penalty is in
-    units of the ratings' standard deviation) and the bias penalty stays. Up to ALS's tolerance (its random start
-    does not scale)."""
+    chosen penalties: at the MAP point P, Q (and the random start) scale by √c and μ, b by c when λ scales by c
+    (the factor penalty is in units of the ratings' standard deviation) and the bias penalty stays. Up to ALS's
+    tolerance."""
     from malt.algorithms.recommenders import BiasedMFParams, biased_mf_at, fit_biased_mf
 
     train, _, mask = _ratings(60, 40, density=0.3, seed=8, rank=3)

@@ -286,7 +286,9 @@ def test_moment_kernel_above_the_pair_limit_is_the_gram_part_weighted_by_expecte
         kernel = R.MomentKernel(rows, cols, resid, shape, axis, 7.0)
         assert kernel.kind == "separable"
         X = RNG.standard_normal((Rm.shape[1], 3))
-        np.testing.assert_allclose(kernel.matmat(X), (a[:, None] * G * a[None, :]) @ X, atol=1e-12)
+        exact = (a[:, None] * G * a[None, :]) @ X
+        np.testing.assert_allclose(kernel.matmat(X), exact, atol=1e-12)
+        np.testing.assert_allclose(kernel.matmat(X, single=True), exact, atol=1e-6 * np.abs(exact).max())
         expected = 1.0 / (1.0 + np.outer(n_j, n_j) * kappa + 7.0)
         assert np.all(np.outer(a, a) <= expected + 1e-15)
         np.testing.assert_allclose(np.diag(np.outer(a, a)), np.diag(expected))
