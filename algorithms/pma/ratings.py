@@ -376,26 +376,25 @@ class MomentKernel:
 
     def __init__(self, rows, cols, resid, shape, axis: int, shrink: float):
         R = sp.csr_matrix((np.asarray(resid, dtype=float), (rows, cols)), shape=shape)
-        O = sp.csr_matrix((np.ones(len(resid)), (rows, cols)), shape=shape)
         if axis == 1:
-            R, O = R.T.tocsr(), O.T.tocsr()
-        self.R, self.O, self.shrink = R, O, float(shrink)
-        self.Rt, self.Ot = R.T.tocsr(), O.T.tocsr()
+            R = R.T.tocsr()
+        self.R, self.Rt, self.shrink = R, R.T.tocsr(), float(shrink)
         self.size = R.shape[1]
         self.diag = np.asarray(R.multiply(R).sum(axis=0)).ravel()  # diag(RᵀR)
         counts = np.diff(R.indptr).astype(float)
         self.pairs = int(np.sum(counts ** 2))  # ≥ nnz(N), diagonal included
-        self.dense_data, self.C, self._single, self.weights = None, None, None, None
-        entries = R.shape[0] * R.shape[1]
-        dense = entries <= BLOCK_ENTRIES or (entries <= DENSE_RATINGS_ENTRIES and R.nnz >= DENSE_FILL * entries)
-        if self.pairs * 12 > STORED_BYTES and dense:
-            self.dense_data, self.kind = (R.toarray(), O.toarray()), "dense"
-            return
-        if self.pairs > PAIR_LIMIT:
+        self.dense_data, self.C, self._single, self.weights, self.O, self.Ot = None, None, None, None, None, None
+        dense = self.pairs * 12 > STORED_BYTES and self._dense_enough()  # K too large to store, the ratings dense
+        if self.pairs > PAIR_LIMIT and not dense:
             kappa = self.pairs / float(R.nnz) ** 2
             rated = np.diff(self.Rt.indptr).astype(float)  # n_j
             self.weights, self.kind = 1.0 / np.sqrt(1.0 + self.shrink + rated ** 2 * kappa), "separable"
-            self.O = self.Ot = None  # the counts are not read again
+            return  # no counts: they are never read
+        # the indicators of the ratings, on R's pattern (the counts N = OᵀO)
+        self.O = sp.csr_matrix((np.ones(R.nnz), R.indices, R.indptr), shape=R.shape)
+        self.Ot = sp.csr_matrix((np.ones(R.nnz), self.Rt.indices, self.Rt.indptr), shape=self.Rt.shape)
+        if dense:
+            self.dense_data, self.kind = (R.toarray(), self.O.toarray()), "dense"
             return
         self.kind = "recomputed"
         blocks, stored = [], 0
@@ -407,6 +406,11 @@ class MomentKernel:
                 return  # recomputed at every product
         C = sp.vstack(blocks, format="csr") if blocks else sp.csr_matrix((0, self.size))
         self.C, self.kind = C.astype(np.float64 if C.nnz <= EXACT_PAIRS else np.float32), "stored"
+
+    def _dense_enough(self) -> bool:
+        """Whether the ratings fit dense blocks (`BLOCK_ENTRIES`, or `DENSE_RATINGS_ENTRIES` at `DENSE_FILL`)."""
+        entries = self.R.shape[0] * self.R.shape[1]
+        return entries <= BLOCK_ENTRIES or (entries <= DENSE_RATINGS_ENTRIES and self.R.nnz >= DENSE_FILL * entries)
 
     def _step(self, per_row: float) -> int:
         return max(1, int(BLOCK_ENTRIES // max(per_row, 1.0)))
