@@ -139,8 +139,12 @@ class Observed:
         return M
 
 
+INIT_SCALE = 0.1
+"""Standard deviation of `als_biased_mf`'s random starting factors; biased-mf's fits scale it by √σ̂ (`rating_scale`)."""
+
+
 def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10.0, *, iterations: int = 50,
-                  tol: float = 1e-5, rng: np.random.Generator | None = None, init_scale: float = 0.1,
+                  tol: float = 1e-5, rng: np.random.Generator | None = None, init_scale: float = INIT_SCALE,
                   start: dict | None = None, client=None, blocks: int | None = None, biases: Biases | None = None,
                   monitor=None) -> dict:
     """Biased MF r̂_ui = μ + b_u + b_i + p_uᵀ q_i by alternating exact ridge solves.
@@ -318,7 +322,7 @@ def fit_biased_mf(train, params: BiasedMFParams, rng: np.random.Generator, progr
     diagnostics, start = {}, None
     scale = rating_scale(train)
     if params.select == "inner-cv":
-        params, chosen, start = choose_penalties(params, train, rng, progress, client, scale=scale)
+        params, chosen, start = choose_penalties(params, train, rng, progress, client)
         diagnostics.update(chosen)
     f = als_biased_mf(train, params.rank, params.reg * scale, params.reg_bias, iterations=params.iterations,
                       tol=params.tol, rng=rng, start=start, client=client, init_scale=INIT_SCALE * np.sqrt(scale))
@@ -358,10 +362,6 @@ def collapse_threshold(rows, cols, y, shape, reg_bias: float, rank: int | None =
     return sigma, zero
 
 
-INIT_SCALE = 0.1
-"""Standard deviation of biased-mf's random starting factors, in units of √σ̂ (`rating_scale`)."""
-
-
 def rating_scale(train) -> float:
     """The standard deviation σ̂ of the training ratings: the unit of biased-mf's factor penalty λ. Scaling the
     ratings by c scales the noise variance by c² and each factor's prior variance by c (the product p_uᵀq_i carries
@@ -379,11 +379,10 @@ PATH_TURN = 1e-3
 """Relative rise of the held-out squared error over the best so far at which biased-mf's λ path stops."""
 
 
-def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, progress=None, client=None,
-                     scale: float = 1.0):
+def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, progress=None, client=None):
     """(the chosen Params, their selection diagnostics, the chosen candidate's holdout fit) on
-    ``inner_rounds`` of ``inner_folds`` folds of the training ratings; each λ applied as λ · ``scale``
-    (`rating_scale`).
+    ``inner_rounds`` of ``inner_folds`` folds of the training ratings; each λ applied as λσ̂ (`rating_scale` of
+    all of them, as the final fit's).
 
     1. reg_bias from ``reg_bias_grid`` by the held-out squared error of the bias model μ + b_u + b_i
        (`biases_at`, O(L) per sweep) — the factors' penalty does not move the biases' optimum much, and the
@@ -405,6 +404,7 @@ def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, pr
     minimiser is the bias model, and ALS from zero factors fits exactly that.
     """
     rows, cols, y, shape = training_triplets(train)
+    scale = rating_scale(train)
     ids = inner_fold_ids(y.size, params.inner_folds, rng)
     ids[ids >= params.inner_rounds] = -1
 
