@@ -140,7 +140,8 @@ class Observed:
 
 
 INIT_SCALE = 0.1
-"""Standard deviation of `als_biased_mf`'s random starting factors; biased-mf's fits scale it by √σ̂ (`rating_scale`)."""
+"""Standard deviation of `als_biased_mf`'s random starting factors; biased-mf's fits scale it by √σ̂
+(`rating_scale`)."""
 
 
 def als_biased_mf(train, rank: int = 20, reg: float = 10.0, reg_bias: float = 10.0, *, iterations: int = 50,
