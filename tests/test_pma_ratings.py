@@ -135,8 +135,23 @@ def test_a_low_rank_term_carries_the_fit_where_users_share_few_items():
     mf, _ = rmse("biased-mf")
     assert diagnostics["carried_by"] in ("mf", "mf+kernel")
     assert set(diagnostics["validation_rmse"]) == {"kernel", "mf", "mf+kernel"}
+    assert diagnostics["residual_signal"] in get("pma-map").Params().residual_signal_grid
     assert default < alone - 0.05
     assert default <= mf + 0.01
+
+
+def test_infinite_bias_penalties_leave_the_mean_alone():
+    """The MF term's residual gets no biases of its own: `regularised_biases` at infinite penalties is the mean with
+    b = c = 0, the limit of its closed-form updates c_j = Σ(y − μ − b) / (n_j + λ) as λ → ∞ (a finite 1e12 agrees)."""
+    from malt.algorithms.pma.ratings import regularised_biases
+
+    rng = np.random.default_rng(5)
+    rows, cols = rng.integers(0, 7, 40), rng.integers(0, 5, 40)
+    y = rng.normal(3.0, 1.0, 40)
+    mu, b, c = regularised_biases(rows, cols, y, (7, 5), np.inf, np.inf)
+    assert mu == y.mean() and not b.any() and not c.any() and b.shape == (7,) and c.shape == (5,)
+    mu_big, b_big, c_big = regularised_biases(rows, cols, y, (7, 5), 1e12, 1e12)
+    assert np.allclose(b_big, 0, atol=1e-10) and np.allclose(c_big, 0, atol=1e-10)
 
 
 def test_a_warm_started_solve_reaches_the_dense_solution():
