@@ -427,7 +427,8 @@ def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, pr
     else:
         bias_choice, reg_bias = None, (params.reg_bias,)
     chains: dict = {}  # per inner part: the last fit and the best loss so far along the path
-    fits: dict = {}    # λ -> holdout fit (for the final fit's warm start)
+    fits: dict = {}    # λ -> (holdout fit, its loss): the final fit's warm start, kept while it can still be chosen
+    one_part = params.inner_rounds == 1
     thresholds: dict = {}  # per inner part: (σ_max of the bias model's residual, that model as a fit)
 
     def evaluate(option, tr, val):
@@ -452,7 +453,10 @@ def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, pr
         loss = _held_out_mse(f, *held_out)
         best = min(loss, last["best"]) if last is not None else loss
         chains[key] = {"fit": f, "best": best, "worse": loss > best * (1 + PATH_TURN)}
-        fits[option.reg] = f
+        fits[option.reg] = f, loss
+        if one_part:  # a fit clearly worse than the best so far is never chosen: its factors need not stay
+            for reg in [reg for reg, (_, other) in fits.items() if other > best * (1 + 1e-9)]:
+                del fits[reg]
         return loss
 
     choice = select(candidates(params, {"reg": params.reg_grid, "reg_bias": reg_bias}), evaluate, ids,
@@ -462,7 +466,7 @@ def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, pr
         diagnostics.update({"selected": {**diagnostics["selected"], "reg_bias": choice.best.reg_bias},
                             "selected_reg_bias": choice.best.reg_bias,
                             "inner_cv_bias_score": float(np.nanmin(bias_choice.scores))})
-    return choice.best, diagnostics, fits.get(choice.best.reg)
+    return choice.best, diagnostics, fits.get(choice.best.reg, (None,))[0]
 
 
 ABANDON_RISES = 2

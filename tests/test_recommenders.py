@@ -369,3 +369,26 @@ def test_validation_recall_equals_the_tasks_recall_by_blocks_and_partial_sorts(m
     from malt.tasks.ratings import scale_top
 
     assert relevance_threshold(val_y) == scale_top(val_y) - 1.0
+
+
+@pytest.mark.timeout(60)
+def test_the_penalty_path_still_returns_the_chosen_candidates_own_holdout_fit(monkeypatch):
+    """With one inner holdout the path drops the fits that can no longer be chosen (memory: about one (n + m) ×
+    rank pair instead of one per candidate); the warm start it returns must still be the chosen λ's own holdout
+    fit, the very object that fit returned."""
+    import malt.algorithms.recommenders as rec
+
+    train, _, _ = _ratings(60, 40, density=0.3, seed=8, rank=3)
+    params = rec.BiasedMFParams(reg_grid=(100.0, 30.0, 10.0, 3.0, 1.0, 0.3, 0.1, 0.03))
+    fitted = []
+    original = rec.als_biased_mf
+
+    def recording(train, rank, reg, *args, **kw):
+        f = original(train, rank, reg, *args, **kw)
+        fitted.append((reg, f))
+        return f
+    monkeypatch.setattr(rec, "als_biased_mf", recording)
+    chosen, _, start = rec.choose_penalties(params, train, np.random.default_rng(0))
+    scale = rec.rating_scale(train)
+    own = [f for reg, f in fitted if reg == chosen.reg * scale]
+    assert len(fitted) > 2 and len(own) == 1 and start is own[0]
