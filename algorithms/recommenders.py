@@ -408,9 +408,17 @@ def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, pr
     scale = rating_scale(train)
     ids = inner_fold_ids(y.size, params.inner_folds, rng)
     ids[ids >= params.inner_rounds] = -1
+    if params.inner_folds < 128:
+        ids = ids.astype(np.int8)  # one byte per rating, not eight, held for the whole selection
 
-    def part(tr):
-        return sp.coo_matrix((y[tr], (rows[tr], cols[tr])), shape=shape)
+    parts: dict = {}  # part_key -> the last inner part's ratings, built once while its candidates are fitted
+
+    def part(tr, key):
+        if key not in parts:
+            parts.clear()
+            P = parts[key] = sp.coo_matrix((y[tr], (rows[tr], cols[tr])), shape=shape)
+            P.has_canonical_format = True  # a sorted subset of sorted triplets: als_biased_mf reads it without a copy
+        return parts[key]
 
     def part_key(tr, val):
         return tr.size, int(val[:3].sum())
@@ -446,7 +454,7 @@ def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, pr
         else:
             start = last["fit"] if last is not None and np.any(last["fit"]["Q"]) else None
             monitor = None if last is None else _abandon_after_turn(held_out, last["best"])
-            f = als_biased_mf(part(tr), option.rank, option.reg * scale, option.reg_bias, iterations=option.iterations,
+            f = als_biased_mf(part(tr, key), option.rank, option.reg * scale, option.reg_bias, iterations=option.iterations,
                               tol=option.tol, rng=np.random.default_rng(0), start=start, client=client,
                               init_scale=INIT_SCALE * np.sqrt(scale),
                               biases=biases, monitor=monitor)
