@@ -26,7 +26,12 @@ with PeakMemory() as small:
     del block
 with PeakMemory() as baseline:
     pass
-print(json.dumps([big.per_unit and small.per_unit, big.mib, small.mib, baseline.mib]))
+held = np.ones(200 * 2 ** 17)  # 200 MiB loaded before the next unit (a data set)
+with PeakMemory() as after_load:
+    block = np.ones(40 * 2 ** 17)
+    del block
+print(json.dumps([big.per_unit and small.per_unit, big.mib, small.mib, baseline.mib, baseline.start_mib,
+                  after_load.start_mib, after_load.mib]))
 """
 
 
@@ -36,10 +41,14 @@ def test_peak_is_the_units_own_even_after_a_larger_unit_in_the_same_process():
     """In a fresh interpreter: a long-lived process (a test worker) may hold freed heap pages that a
     later allocation reuses without raising its resident size, which would hide the 40 MiB unit."""
     out = subprocess.run([sys.executable, "-c", PEAKS], capture_output=True, text=True, check=True, timeout=100)
-    per_unit, big, small, baseline = json.loads(out.stdout)
+    per_unit, big, small, baseline, baseline_start, loaded_start, loaded = json.loads(out.stdout)
     assert per_unit
     assert big - small > 300  # the reset forgot the first unit's 400 MiB
     assert 30 < small - baseline < 60
+    # start_mib: what was resident as a unit began; the unit's own part of its peak is mib - start_mib
+    assert abs(baseline - baseline_start) < 5
+    assert 190 < loaded_start - baseline_start < 210
+    assert 30 < loaded - loaded_start < 60
 
 
 HEAP = """

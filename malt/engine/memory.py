@@ -54,12 +54,16 @@ def _reset_hwm() -> bool:
 
 
 class PeakMemory:
-    """``with PeakMemory() as peak: ...`` then ``peak.mib`` (peak resident MiB during the block) and
-    ``peak.per_unit`` (False: the process's lifetime peak, the reset being unavailable)."""
+    """``with PeakMemory() as peak: ...`` then ``peak.mib`` (peak resident MiB during the block),
+    ``peak.start_mib`` (resident MiB as it began: what was loaded before it, the data set included; nan where
+    the reset is unavailable) and ``peak.per_unit`` (False: the process's lifetime peak, the reset being
+    unavailable)."""
 
     def __enter__(self):
         release_freed_memory()
-        self.per_unit = _reset_hwm() and _read_hwm_kib() is not None
+        start = _read_hwm_kib() if _reset_hwm() else None  # right after the reset the high-water mark is the RSS
+        self.per_unit = start is not None
+        self.start_mib = start / 1024.0 if start is not None else float("nan")
         self.mib = float("nan")
         return self
 
