@@ -144,3 +144,17 @@ def test_recorded_diagnostics_are_drawn_and_tabulated_like_metrics(tmp_path):
     assert "Fit time (s, CPU)" in run_malt("table", tmp_path / "repo", "--diagnostic", "fit_cpu_seconds").stdout
     refused = run_malt("plot", tmp_path / "repo", "--diagnostic", "nosuch", check=False)
     assert refused.returncode == 2 and "No unit recorded a diagnostic 'nosuch'" in refused.stderr
+
+
+def test_words_and_mappings_among_a_units_diagnostics_reach_the_diagnostics_table():
+    """`malt show --diagnostics` tabulates numbers: a word becomes ``name=word`` (1), a mapping to numbers
+    ``name[key]``; a Selection's ``selected`` mapping is left out (its ``selected_<name>`` numbers carry it)."""
+    from malt.results.result_set import numeric_diagnostics
+
+    got = numeric_diagnostics({"fit_seconds": 2.0, "diagnostics": {
+        "carried_by": "mf+kernel", "validation_rmse": {"kernel": 0.91, "mf": 0.92, "label": "x"},
+        "selected": {"signal": 0.5}, "ranking_selected": {"rank_signal": 0.02}, "selected_signal": 0.5,
+        "trace": [3.0, 2.0, 1.5], "converged": True, "empty": ""}})
+    assert got == {"fit_seconds": 2.0, "carried_by=mf+kernel": 1.0, "validation_rmse[kernel]": 0.91,
+                   "validation_rmse[mf]": 0.92, "selected_signal": 0.5, "trace (last)": 1.5, "trace (length)": 3.0,
+                   "converged": 1.0}

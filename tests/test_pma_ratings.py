@@ -139,11 +139,11 @@ def test_a_low_rank_term_carries_the_fit_where_users_share_few_items():
     # the residual signal's walk: the grid in order, up to and including the first value scoring worse than the one
     # before it (or the whole grid), and its choice is the minimum of what it walked
     walked = list(diagnostics["residual_signal_path"].items())
-    grid = [f"{s:g}" for s in get("pma-map").Params().residual_signal_grid]
+    grid = [str(float(s)) for s in get("pma-map").Params().residual_signal_grid]
     assert [s for s, _ in walked] == grid[:len(walked)]
     drops = [b <= a for (_, a), (_, b) in zip(walked, walked[1:])]
     assert all(drops[:-1]) and (drops[-1] is False or len(walked) == len(grid))
-    assert f"{diagnostics['residual_signal']:g}" == min(walked, key=lambda kv: kv[1])[0]
+    assert str(float(diagnostics["residual_signal"])) == min(walked, key=lambda kv: kv[1])[0]
     # here the validation RMSE falls along the whole default grid (1.38758 at 0.05 to 1.38622 at 0.7); a grid that
     # turns back after its best value stops there and never solves at 0.5
     _, turned = rmse("pma-map", residual_signal_grid=(0.7, 0.05, 0.5))

@@ -691,7 +691,7 @@ def _run_ratings(split, params, ctx, client=None):
                                                             residual_grid, kernel_rmse)
         residual_signal = min(residual_path, key=residual_path.get)
         diagnostics.update(validation_rmse=validation, residual_signal=residual_signal,
-                           residual_signal_path={f"{k:g}": round(v, 5) for k, v in residual_path.items()})
+                           residual_signal_path={str(float(k)): round(v, 5) for k, v in residual_path.items()})
         if carried == "mf+kernel":
             params = replace(params, signal=residual_signal)
     offset, y_kernel = np.zeros(split.test_rows.size), y

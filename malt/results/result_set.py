@@ -430,7 +430,9 @@ def _param_value(value):
 
 def numeric_diagnostics(record: dict) -> dict[str, float]:
     """A unit's diagnostics reduced to numbers: scalars as they are, a numeric list (a bound trace,
-    say) by its last value and length; plus the unit's fit seconds and peak resident memory."""
+    say) by its last value and length, a word as ``name=word`` (1), a mapping to numbers as ``name[key]``
+    (a `Selection`'s ``selected`` mapping, under any prefix, is already spelled out as ``selected_<name>``); plus the unit's fit
+    seconds and peak resident memory."""
     out = {"fit_seconds": float(record.get("fit_seconds", np.nan))}
     if "fit_cpu_seconds" in record:
         out["fit_cpu_seconds"] = float(record["fit_cpu_seconds"])
@@ -444,6 +446,11 @@ def numeric_diagnostics(record: dict) -> dict[str, float]:
         elif isinstance(value, (list, tuple)) and value and all(isinstance(v, (int, float)) for v in value):
             out[f"{name} (last)"] = float(value[-1])
             out[f"{name} (length)"] = float(len(value))
+        elif isinstance(value, str) and value:
+            out[f"{name}={value}"] = 1.0
+        elif isinstance(value, dict) and not name.endswith("selected"):
+            out.update({f"{name}[{key}]": float(v) for key, v in value.items()
+                        if isinstance(v, (int, float)) and not isinstance(v, bool)})
     return out
 
 
