@@ -855,7 +855,7 @@ def _mf_term_helps(rows, cols, y, shape, ids, params, rng, residual_grid, kernel
     def kernel_part(targets, signals, biases=True, score=None) -> dict:
         """signal -> validation estimate; with ``score`` (estimate -> RMSE) signal -> RMSE, the walk along
         ``signals`` stopping at the first signal that scores worse than the one before it."""
-        moments, got, dual = _moments(fr, fc, targets, shape, params, biases=biases), {}, None
+        moments, got, dual, previous = _moments(fr, fc, targets, shape, params, biases=biases), {}, None, None
         for signal in signals:
             fit = predict_ratings(moments, fr, fc, vr, vc, signal=signal, tol=10 * 1e-4, start=dual)
             dual = fit.get("dual")
@@ -863,8 +863,9 @@ def _mf_term_helps(rows, cols, y, shape, ids, params, rng, residual_grid, kernel
                 got[signal] = fit["values"]
                 continue
             got[signal] = score(fit["values"])
-            if len(got) > 1 and got[signal] > list(got.values())[-2]:
+            if previous is not None and got[signal] > previous:
                 break
+            previous = got[signal]
         return got
 
     f, _ = fit_biased_mf(sp.coo_matrix((y[fit_idx], (fr, fc)), shape=shape), BiasedMFParams(), rng)

@@ -431,8 +431,8 @@ def _param_value(value):
 def numeric_diagnostics(record: dict) -> dict[str, float]:
     """A unit's diagnostics reduced to numbers: scalars as they are, a numeric list (a bound trace,
     say) by its last value and length, a word as ``name=word`` (1), a mapping to numbers as ``name[key]``
-    (a `Selection`'s ``selected`` mapping, under any prefix, is already spelled out as ``selected_<name>``); plus the unit's fit
-    seconds and peak resident memory."""
+    (a `Selection`'s ``selected`` mapping, under any prefix, is already spelled out as ``selected_<name>``);
+    plus the unit's fit seconds and peak resident memory."""
     out = {"fit_seconds": float(record.get("fit_seconds", np.nan))}
     if "fit_cpu_seconds" in record:
         out["fit_cpu_seconds"] = float(record["fit_cpu_seconds"])

@@ -217,7 +217,8 @@ def floor_cpu(dataset: str) -> float:
 def section_growth(sizes, models, threads):
     print(f"\n== 5. growth of CPU seconds in nnz (synthetic, n = m = nnz/20, select='none'); goal: slope ≤ 1.2")
     print(f"{'algorithm':12s} " + " ".join(f"{s:>10.0e}" for s in sizes)
-          + f" {'slope':>7s} {'last two':>9s} {'peak MiB at max':>16s} {'B/rating at max':>16s} {'fit B/r at max':>15s}")
+          + f" {'slope':>7s} {'last two':>9s} {'peak MiB at max':>16s} {'B/rating at max':>16s}"
+          + f" {'fit B/r at max':>15s}")
     floor = [floor_cpu(f"synthetic:{int(max(nnz // 20, 50))},{int(max(nnz // 20, 50))},{int(nnz / 0.7)}")
              for nnz in sizes]
     last = np.polyfit(np.log(sizes[-2:]), np.log(floor[-2:]), 1)[0] if len(sizes) >= 2 else float("nan")
@@ -238,7 +239,8 @@ def section_growth(sizes, models, threads):
             cells.append(f"{r['cpu']:10.1f}")
         slope = np.polyfit(*np.log(np.array(points)).T, 1)[0] if len(points) >= 2 else float("nan")
         last = np.polyfit(*np.log(np.array(points[-2:])).T, 1)[0] if len(points) >= 2 else float("nan")
-        print(f"{name:12s} " + " ".join(cells) + f" {slope:7.2f} {last:9.2f} {fmt(peak, '.0f'):>16s} {per_rating:>16s} {fit_per_rating:>15s}",
+        print(f"{name:12s} " + " ".join(cells) + f" {slope:7.2f} {last:9.2f} {fmt(peak, '.0f'):>16s} {per_rating:>16s}"
+              f" {fit_per_rating:>15s}",
               flush=True)
 
 
