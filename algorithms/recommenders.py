@@ -455,8 +455,8 @@ def choose_penalties(params: BiasedMFParams, train, rng: np.random.Generator, pr
             start = last["fit"] if last is not None and np.any(last["fit"]["Q"]) else None
             monitor = None if last is None else _abandon_after_turn(held_out, last["best"])
             f = als_biased_mf(part(tr, key), option.rank, option.reg * scale, option.reg_bias,
-                              iterations=option.iterations, tol=option.tol, rng=np.random.default_rng(0), start=start, client=client,
-                              init_scale=INIT_SCALE * np.sqrt(scale),
+                              iterations=option.iterations, tol=option.tol, rng=np.random.default_rng(0),
+                              start=start, client=client, init_scale=INIT_SCALE * np.sqrt(scale),
                               biases=biases, monitor=monitor)
         loss = _held_out_mse(f, *held_out)
         best = min(loss, last["best"]) if last is not None else loss

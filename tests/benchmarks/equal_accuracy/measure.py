@@ -1,9 +1,10 @@
 """How every row of the cost-at-equal-accuracy table is measured.
 
 * CPU seconds: ``time.process_time`` around the call, in a forked child process pinned to one BLAS
-  thread (threadpoolctl), so no run inherits another's caches or allocator state; the median of
-  ``repeats`` runs, ours and the peer's interleaved (ours, peer, ours, peer, …) so drift on a shared
-  machine hits both sides alike.
+  thread (threadpoolctl; the entry script `bench_equal_accuracy.py` also sets one thread in the environment
+  before numpy loads, else each child pays for OpenBLAS's inherited thread pool), so no run inherits
+  another's caches or allocator state; the median of ``repeats`` runs, ours and the peer's interleaved
+  (ours, peer, ours, peer, …) so drift on a shared machine hits both sides alike.
 * Peak memory: one further child per side with ``tracemalloc`` on (numpy reports its buffers to it),
   the peak of traced allocations in MiB; timed runs never trace.
 * Baseline: the trivial model of the row's task (user + item biases, column means, the label prior, the
