@@ -598,7 +598,12 @@ def test_lgc_resolves_scores_far_from_labels_to_the_direct_solves_decisions():
     assert wrong == 0, f"{wrong} of {n} decisions differ from the direct solve's"
     solution = m.lgc_solution(W, lab, Yl, alpha)
     delta = resolved.RESOLUTION
-    assert solution.stages > 1 and solution.uncertain_rows == 0
+    assert solution.stages > 1
+    # a row is uncertain when its two largest scores are within twice the bound; only rows whose exact gap is
+    # within four times it may be (one here, exact gap 0.0088 of its row's sum against a bound of 6 × 1e-3)
+    top_two = -np.sort(-exact, axis=1)[:, :2]
+    near_ties = np.count_nonzero(top_two[:, 0] - top_two[:, 1] < 4 * solution.error_bound * exact.sum(1))
+    assert solution.uncertain_rows <= near_ties <= 1
     assert solution.error_bound == pytest.approx(solution.stages * delta / (1 - delta)) and solution.error_bound < 1e-2
     assert np.all(np.abs(F - exact) <= solution.error_bound * exact.sum(1, keepdims=True))
     np.testing.assert_array_equal(solution.labels, exact.argmax(1))

@@ -30,7 +30,7 @@ product). A band with no layer (every unresolved row in it: the only stage at 10
 the last stages above) also stops as soon as every row of it would be resolved by the error its
 iteration's residual implies (`_all_resolved`, checked with the residual; the rule of the next
 paragraphs then decides, on the recomputed residual, which rows are resolved): at 10⁴ points 52
-iterations instead of the 68 that STAGE_RTOL takes.
+iterations instead of the 68 that a residual of 1e-13 takes.
 
 Error bound. The band's iterate x̃_B, extended by 0 on F, is an approximate solution of the whole
 Dirichlet problem on U; its residual is r_B = b_B − A_BB x̃_B on the band and r_F = αS_FB x̃_B on F
@@ -92,9 +92,18 @@ row's score sum after K stages. Swiss roll, 50 labels, k = 10: the same decision
 and 10⁵ points (uncertain rows 0 → 4 and 0 → 15, every one decided as the exact solution decides it),
 16 (10⁴) and 10 % (10⁵) fewer row-iterations; the 3,000-point strip of the tests: 33 uncertain rows,
 0 decisions off a sparse LU's."""
-STAGE_RTOL = 1e-13
+STAGE_RTOL = 1e-10
 """Each stage's iteration stops at an absolute residual of STAGE_RTOL × its largest right-hand-side column
-norm (near the rounding floor of float64: the smaller, the more orders of magnitude a stage resolves)."""
+norm: the smaller, the more orders of magnitude a stage resolves, and the more iterations every row of
+its band pays for the last of them. 1e-10 from lgc 7 (1e-13, near float64's rounding floor, before):
+a stage then resolves ~3 orders of magnitude fewer, which the next stage, on the few rows left, resolves
+for less. Swiss roll, 50 labels, k = 10, α = 0.9, one thread: band rows × iterations 70.4 n → 61.6 n at
+10⁵ points (2 → 3 stages), 79.3 n → 65.3 n at 3·10⁵ (1.33 → 1.18 s), 75.3 n → 63.3 n at 10⁶ (5.39 → 4.86 s);
+the same decisions at all three; 10⁴ points unchanged (one stage, stopped by `_all_resolved`). 1e-11 and
+1e-9 were each slower than 1e-10 at 3·10⁵ and 10⁶ (more stages, each with its search and cut-out)."""
+DECIDE_RTOL = 1e-13
+"""`decide_rows`'s floor: its one run must certify the held-out rows' decisions before it, or the caller
+pays for a whole `resolve` — so it may go down to the rounding floor of float64."""
 MAX_SOLVES = 10000
 """A guard: every stage resolves at least one row or widens its band, so more solves than this means a
 defect."""
@@ -429,7 +438,7 @@ def two_largest(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def decide_rows(S: sp.csr_matrix, alpha: float, B: np.ndarray, weights: np.ndarray, rows: np.ndarray, *,
-                operator=None, stage_rtol: float = STAGE_RTOL) -> np.ndarray | None:
+                operator=None, stage_rtol: float = DECIDE_RTOL) -> np.ndarray | None:
     """The argmax decisions of ``rows`` only: X[rows] (|rows|, C) of an approximate solution of
     (I − αS) X = B whose every one of these rows has the class of the exact solution, or None when one
     Chebyshev run down to ``stage_rtol`` cannot certify them all (the caller then runs `resolve`).

@@ -36,6 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.sparse.csgraph import reverse_cuthill_mckee
+from scipy.linalg.blas import daxpy as _axpy, dscal as _scal  # in place on contiguous float64 vectors
 
 from malt.errors import DataError
 
@@ -316,7 +317,7 @@ class Chebyshev:
     def solve(self, B: np.ndarray, x0: np.ndarray | None = None) -> np.ndarray:
         """A⁻¹B to the residual ``atol`` (or until ``settled``), from X = 0 or from the guess ``x0``."""
         B = np.asarray(B, dtype=float)
-        X = np.zeros_like(B) if x0 is None else np.array(x0, dtype=float).reshape(B.shape)
+        X = np.zeros(B.shape) if x0 is None else np.array(x0, dtype=float, order="C").reshape(B.shape)
         R = np.array(B, order="C") if x0 is None else np.ascontiguousarray(B - self.matvec(X))
         theta, delta = (self.upper + self.lower) / 2, (self.upper - self.lower) / 2
         sigma = theta / delta
@@ -326,7 +327,7 @@ class Chebyshev:
         it = 0
         if worst > goal and not (self.settled is not None and self.settled(X, R, np.sqrt(worst))):
             D = R / theta
-            scratch = np.empty_like(D)
+            d, r = D.reshape(-1), R.reshape(-1)  # views (both C-contiguous) for the in-place BLAS update of D
             while True:
                 if it >= self.maxiter:
                     raise SolveError(f"Chebyshev iteration did not reach residual {self.atol:g} in {self.maxiter} "
@@ -345,8 +346,8 @@ class Chebyshev:
                     if worst <= goal or (self.settled is not None and self.settled(X, R, np.sqrt(worst))):
                         break
                 rho_next = 1.0 / (2.0 * sigma - rho)
-                D *= rho_next * rho
-                D += np.multiply(R, 2.0 * rho_next / delta, out=scratch)
+                _scal(rho_next * rho, d)  # D ← ρ₊ρ D + (2ρ₊/δ) R: two passes, no temporary
+                _axpy(r, d, a=2.0 * rho_next / delta)
                 rho = rho_next
         self.iterations = max(self.iterations, it)
         return X
