@@ -42,7 +42,7 @@ import scipy.sparse as sp
 
 from malt.numerics.eigenbasis import Eigenbasis, KroneckerEigenbasis, krylov_space
 from malt.errors import DataError
-from malt.numerics.kron_observed import ObservedKroneckerSum, preconditioned_cg, scattered
+from malt.numerics.kron_observed import ObservedKroneckerSum, ObservedMatrix, preconditioned_cg, scattered
 
 MEMORY_LIMIT = 3 * 2 ** 30
 """Bytes of dense kernels and users × items work arrays the ratings path may allocate (8 (n² + m² + 3nm))."""
@@ -257,9 +257,23 @@ class ZeroFilled:
             self._single = (scattered(self.T, np.float32), scattered(self.Tt, np.float32))
         return self._single
 
+    def _gram(self, A, At, X: np.ndarray, diag: np.ndarray) -> np.ndarray:
+        """(A At − diag) X for the uncentred matrix, a chunk of X's columns at a time (each output column is its
+        own sum, so chunking changes no value) and the diagonal taken off by row chunks: no (size, p) temporary
+        beside the result."""
+        out = np.empty((X.shape[0], X.shape[1]))
+        step = max(1, A.chunk_bytes // A.dtype.itemsize) if isinstance(A, ObservedMatrix) else COLUMN_CHUNK
+        for c in range(0, X.shape[1], step):
+            out[:, c:c + step] = A @ (At @ X[:, c:c + step])
+        for lo, hi in _row_chunks(X.shape[0], X.shape[1]):
+            out[lo:hi] -= diag[lo:hi, None] * X[lo:hi]
+        return out
+
     def gram_rows(self, X: np.ndarray, single: bool = False) -> np.ndarray:
         T, Tt = self._products(single)
         c = self.cbar
+        if not c.any():
+            return self._gram(T, Tt, X, self.diag_rows)
         TtX = Tt @ X  # single precision: rounded chunk by chunk in the product
         out = T @ TtX - self.diag_rows[:, None] * X
         TtX = np.asarray(TtX, dtype=float)
@@ -270,6 +284,8 @@ class ZeroFilled:
 
     def gram_cols(self, X: np.ndarray, single: bool = False) -> np.ndarray:
         T, Tt = self._products(single)
+        if not self.cbar.any():
+            return self._gram(Tt, T, X, self.diag_cols)
         out = Tt @ (T @ X) - self.diag_cols[:, None] * X
         if self.cbar.any():
             out -= self.shape[0] * np.outer(self.cbar, self.cbar @ X)
@@ -442,6 +458,13 @@ class MomentKernel:
         K[np.arange(stop - start), np.arange(start, stop)] = 0.0
         return K
 
+    def single_products(self):
+        """(R, Rᵀ) in single precision and scatter form (`scattered`) for ``matmat(X, single=True)``, built on the
+        first call. O(nnz log nnz) once; memory O(nnz)."""
+        if self._single is None:
+            self._single = (scattered(self.R, np.float32), scattered(self.Rt, np.float32))
+        return self._single
+
     @property
     def stored(self) -> bool:
         """Whether the correction C is held (else recomputed at every product, or K by dense blocks)."""
@@ -461,26 +484,41 @@ class MomentKernel:
             return out
         a = self.weights
         Xa = X if a is None else a[:, None] * X
-        if single:
-            if self._single is None:
-                self._single = (scattered(self.R, np.float32), scattered(self.Rt, np.float32))
-            R32, Rt32 = self._single
-            out[:] = Rt32 @ (R32 @ Xa)
-        else:
-            out[:] = self.Rt @ (self.R @ Xa)
-        out -= self.diag[:, None] * Xa
+        R, Rt = self.single_products() if single else (self.R, self.Rt)
+        # a chunk of columns at a time (the scatter form's own chunk: the same sums), so that the products' two
+        # intermediate blocks are (·, step) rather than (·, p)
+        step = max(1, R.chunk_bytes // R.dtype.itemsize) if single else COLUMN_CHUNK
+        for c in range(0, X.shape[1], step):
+            out[:, c:c + step] = Rt @ (R @ Xa[:, c:c + step])
+        for lo, hi in _row_chunks(self.size, X.shape[1]):  # out −= diag ⊙ Xa without a (size, p) temporary
+            out[lo:hi] -= self.diag[lo:hi, None] * Xa[lo:hi]
         if a is not None:
             out *= a[:, None]
             return out
         out /= 1.0 + self.shrink
-        if self.C is not None:
-            out -= np.asarray(self.C @ X.astype(self.C.dtype), dtype=float)
+        if self.C is not None:  # by chunks of columns too: X may be a column slice (a Krylov block), which a
+            for c in range(0, X.shape[1], COLUMN_CHUNK):  # whole product would copy; float32 widened as subtracted
+                out[:, c:c + COLUMN_CHUNK] -= self.C @ X[:, c:c + COLUMN_CHUNK].astype(self.C.dtype, copy=False)
             return out
         step = self._step(max(self.pairs / max(self.size, 1), 1.0))
         for start in range(0, self.size, step):
             stop = min(start + step, self.size)
             out[start:stop] -= self._correction_block(start, stop) @ X
         return out
+
+
+COLUMN_CHUNK = 32
+"""Columns of X per pass of `MomentKernel.matmat`'s double-precision CSR products (each output column is its own
+sum: chunking changes no value)."""
+ROW_CHUNK_BYTES = 2 ** 22
+"""Bytes of one row chunk of an elementwise update of an (n, p) block (`_row_chunks`): 4 MiB of temporary
+whatever n."""
+
+
+def _row_chunks(n: int, width: int):
+    """(lo, hi) bounds of consecutive row chunks of an (n, width) float64 block, ``ROW_CHUNK_BYTES`` each."""
+    step = max(1, ROW_CHUNK_BYTES // (8 * max(width, 1)))
+    return ((lo, min(lo + step, n)) for lo in range(0, n, step))
 
 
 def moment_basis(rows, cols, resid, shape, axis: int, shrink: float, power: float = 1.0, *,
@@ -494,6 +532,8 @@ def moment_basis(rows, cols, resid, shape, axis: int, shrink: float, power: floa
     rank = K.size if rank is None else min(int(rank), K.size)
     rng = np.random.default_rng(0) if rng is None else rng
     single = krylov_space(K.size, rank)
+    if single:  # built before the Krylov basis is allocated, so their sorts' temporaries never sit beside it
+        K.single_products()
     basis = Eigenbasis.top(lambda X: K.matmat(X, single), K.size, rank, rng=rng, transform=lambda d: sharpen(d, power))
     return basis, K.kind
 

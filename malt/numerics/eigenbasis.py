@@ -162,7 +162,8 @@ def orthonormal_basis(Y: np.ndarray, floor: float = 0.0) -> np.ndarray:
         return Y[:, :0]
     U = Y @ (W[:, keep] / np.sqrt(sigma2[keep]))
     L = np.linalg.cholesky(_symmetric(U.T @ U))
-    return scipy.linalg.solve_triangular(L, U.T, lower=True, check_finite=False).T
+    # Uᵀ is Fortran-ordered: the triangular solve writes into U's own memory, no third (size, b) block
+    return scipy.linalg.solve_triangular(L, U.T, lower=True, check_finite=False, overwrite_b=True).T
 
 
 def _symmetric(T: np.ndarray) -> np.ndarray:

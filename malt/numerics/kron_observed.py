@@ -284,8 +284,10 @@ class ObservedKroneckerSum:
         tau = 1.0 / (noise + scale * self.white())
         A1 = self.left.vectors * np.sqrt(scale * self.excess(self.left))
         A2 = self.right.vectors * np.sqrt(scale * self.excess(self.right))
-        if space == "observations":
-            return self._solve_observations(y[self.pattern.order], tau, A1, A2, tol, max_iter, progress)
+        if space == "observations":  # the factors handed over: the solve frees A1 once the mean's Z holds it
+            factors = [A1, A2]
+            del A1, A2
+            return self._solve_observations(y[self.pattern.order], tau, factors, tol, max_iter, progress)
         r1, r2 = A1.shape[1], A2.shape[1]
         split = m * r1
         col_sq, row_sq = self.squares()
@@ -321,11 +323,15 @@ class ObservedKroneckerSum:
 
         return scatter(y[p.order]), (lambda v: v + scatter(gather(v))), (lambda: None)
 
-    def _solve_observations(self, y, tau, A1, A2, tol, max_iter, progress) -> tuple[FactoredMean, dict]:
+    def _solve_observations(self, y, tau, factors: list, tol, max_iter, progress) -> tuple[FactoredMean, dict]:
         """`solve` in the observation space: (τ⁻¹ I + J Jᵀ) α = y by conjugate gradients preconditioned with
         its diagonal τ⁻¹ + ‖A1[i]‖² + ‖A2[j]‖², then Ω̂ = Σ_{i ∈ O_j} α_ij A1[i], Υ̂ = Σ_{j ∈ O_i} α_ij A2[j]
         (θ = Jᵀ α). One product J Jᵀ v holds one side's (m, r1) or (n, r2) scatter at a time, never both,
-        and the iteration's vectors have L entries. Cost O(L (r1 + r2)) per iteration, as the weight space."""
+        and the iteration's vectors have L entries. Cost O(L (r1 + r2)) per iteration, as the weight space.
+        ``factors`` = [A1, A2], emptied here: the mean's factors Z = [A1, Υ̂], W = [Ω̂, A2] are filled in place and
+        A1 is released before W is allocated, so at most one of A1, A2 is held twice."""
+        A1, A2 = factors
+        factors.clear()
         rows, cols = self.pattern.rows, self.pattern.cols
 
         def apply(v):
@@ -336,8 +342,16 @@ class ObservedKroneckerSum:
 
         D = 1.0 / tau + np.einsum("ij,ij->i", A1, A1)[rows] + np.einsum("ij,ij->i", A2, A2)[cols]
         alpha, info = preconditioned_cg(apply, y, D, tol=tol, max_iter=max_iter, progress=progress)
-        return (FactoredMean(np.hstack([A1, self._upsilon(alpha, A2)]), np.hstack([self._omega(alpha, A1), A2])),
-                {**info, "space": "observations"})
+        del apply, D
+        (n, m), r1, r2 = self.shape, A1.shape[1], A2.shape[1]
+        Z = np.empty((n, r1 + r2))
+        Z[:, :r1] = A1
+        Z[:, r1:] = self._upsilon(alpha, A2)
+        del A1
+        W = np.empty((m, r1 + r2))
+        W[:, r1:] = A2
+        W[:, :r1] = self._omega(alpha, Z[:, :r1])  # A1's copy in Z: the same values
+        return FactoredMean(Z, W), {**info, "space": "observations"}
 
     def _omega(self, v, A1) -> np.ndarray:
         """(m, r1): the Ω part of Jᵀ v, Σ_{i ∈ O_j} v_ij A1[i] (v in the pattern's order)."""
