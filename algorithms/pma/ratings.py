@@ -257,23 +257,11 @@ class ZeroFilled:
             self._single = (scattered(self.T, np.float32), scattered(self.Tt, np.float32))
         return self._single
 
-    def _gram(self, A, At, X: np.ndarray, diag: np.ndarray) -> np.ndarray:
-        """(A At − diag) X for the uncentred matrix, a chunk of X's columns at a time (each output column is its
-        own sum, so chunking changes no value) and the diagonal taken off by row chunks: no (size, p) temporary
-        beside the result."""
-        out = np.empty((X.shape[0], X.shape[1]))
-        step = max(1, A.chunk_bytes // A.dtype.itemsize) if isinstance(A, ObservedMatrix) else COLUMN_CHUNK
-        for c in range(0, X.shape[1], step):
-            out[:, c:c + step] = A @ (At @ X[:, c:c + step])
-        for lo, hi in _row_chunks(X.shape[0], X.shape[1]):
-            out[lo:hi] -= diag[lo:hi, None] * X[lo:hi]
-        return out
-
     def gram_rows(self, X: np.ndarray, single: bool = False) -> np.ndarray:
         T, Tt = self._products(single)
         c = self.cbar
         if not c.any():
-            return self._gram(T, Tt, X, self.diag_rows)
+            return gram_product(T, Tt, X, self.diag_rows)
         TtX = Tt @ X  # single precision: rounded chunk by chunk in the product
         out = T @ TtX - self.diag_rows[:, None] * X
         TtX = np.asarray(TtX, dtype=float)
@@ -285,10 +273,9 @@ class ZeroFilled:
     def gram_cols(self, X: np.ndarray, single: bool = False) -> np.ndarray:
         T, Tt = self._products(single)
         if not self.cbar.any():
-            return self._gram(Tt, T, X, self.diag_cols)
+            return gram_product(Tt, T, X, self.diag_cols)
         out = Tt @ (T @ X) - self.diag_cols[:, None] * X
-        if self.cbar.any():
-            out -= self.shape[0] * np.outer(self.cbar, self.cbar @ X)
+        out -= self.shape[0] * np.outer(self.cbar, self.cbar @ X)
         return out
 
     def right(self, V2: np.ndarray) -> np.ndarray:
@@ -475,8 +462,8 @@ class MomentKernel:
         ~1e-7) and in scatter form (`scattered`, the same sums in the same order as CSR products), for
         products that only feed a randomised Krylov space (`krylov_space`), which approximates the top eigenpairs
         far more coarsely: at 10⁶ ratings and more X no longer sits in cache, and its rows are half the bytes."""
-        out = np.empty((self.size, X.shape[1]))
         if self.dense_data is not None:
+            out = np.empty((self.size, X.shape[1]))
             step = self._step(self.size)
             for start in range(0, self.size, step):
                 stop = min(start + step, self.size)
@@ -485,13 +472,7 @@ class MomentKernel:
         a = self.weights
         Xa = X if a is None else a[:, None] * X
         R, Rt = self.single_products() if single else (self.R, self.Rt)
-        # a chunk of columns at a time (the scatter form's own chunk: the same sums), so that the products' two
-        # intermediate blocks are (·, step) rather than (·, p)
-        step = max(1, R.chunk_bytes // R.dtype.itemsize) if single else COLUMN_CHUNK
-        for c in range(0, X.shape[1], step):
-            out[:, c:c + step] = Rt @ (R @ Xa[:, c:c + step])
-        for lo, hi in _row_chunks(self.size, X.shape[1]):  # out −= diag ⊙ Xa without a (size, p) temporary
-            out[lo:hi] -= self.diag[lo:hi, None] * Xa[lo:hi]
+        out = gram_product(Rt, R, Xa, self.diag)
         if a is not None:
             out *= a[:, None]
             return out
@@ -508,8 +489,8 @@ class MomentKernel:
 
 
 COLUMN_CHUNK = 32
-"""Columns of X per pass of `MomentKernel.matmat`'s double-precision CSR products (each output column is its own
-sum: chunking changes no value)."""
+"""Columns of X per pass of `gram_product`'s (and the moment correction's) double-precision CSR products (each
+output column is its own sum: chunking changes no value)."""
 ROW_CHUNK_BYTES = 2 ** 22
 """Bytes of one row chunk of an elementwise update of an (n, p) block (`_row_chunks`): 4 MiB of temporary
 whatever n."""
@@ -519,6 +500,20 @@ def _row_chunks(n: int, width: int):
     """(lo, hi) bounds of consecutive row chunks of an (n, width) float64 block, ``ROW_CHUNK_BYTES`` each."""
     step = max(1, ROW_CHUNK_BYTES // (8 * max(width, 1)))
     return ((lo, min(lo + step, n)) for lo in range(0, n, step))
+
+
+def gram_product(A, B, X: np.ndarray, diag: np.ndarray) -> np.ndarray:
+    """(A B − diag(diag)) X, (size, p) in float64, for sparse A, B (CSR, or `scattered` in single precision):
+    a chunk of X's columns at a time — `COLUMN_CHUNK`, or the scatter form's own chunk, in which it computes the
+    same sums — and the diagonal taken off by row chunks, so that no (size, p) temporary sits beside the result
+    (X may be a column slice of a Krylov basis, which a whole product would copy). O(nnz · p)."""
+    out = np.empty((X.shape[0], X.shape[1]))
+    step = max(1, B.chunk_bytes // B.dtype.itemsize) if isinstance(B, ObservedMatrix) else COLUMN_CHUNK
+    for c in range(0, X.shape[1], step):
+        out[:, c:c + step] = A @ (B @ X[:, c:c + step])
+    for lo, hi in _row_chunks(X.shape[0], X.shape[1]):
+        out[lo:hi] -= diag[lo:hi, None] * X[lo:hi]
+    return out
 
 
 def moment_basis(rows, cols, resid, shape, axis: int, shrink: float, power: float = 1.0, *,
